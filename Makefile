@@ -1,0 +1,23 @@
+# The two entry points named in README.md.  Each creates .venv on first use.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test venv clean
+
+$(BIN)/memsched: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(BIN)/memsched
+
+venv: $(BIN)/memsched
+
+demo: venv
+	$(BIN)/memsched crosscheck instances/shipped/unet_small.json
+
+test: venv
+	$(BIN)/python -m pytest -q -n 2
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,395 @@
+"""The memsched command line. It only parses, calls library functions, and prints.
+
+Every command that takes a GRAPH accepts any supported graph format (detected
+from the content). ``--json`` prints one JSON object for machines. A user
+error prints one line on stderr and exits with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+
+from formulations import MemschedError, Schedule, evaluate
+
+EXIT_USER_ERROR = 2
+
+
+class UsageError(MemschedError):
+    """A bad command-line option value."""
+
+
+# ------------------------------------------------------------------ output
+def fmt_bytes(n) -> str:
+    """Exact integer bytes plus a human unit: ``46319 (45.2 KiB)``."""
+    if n is None:
+        return "-"
+    n = int(n)
+    x, unit = float(n), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(x) < 1024 or unit == "TiB":
+            break
+        x /= 1024
+    return str(n) if unit == "B" else f"{n} ({x:.1f} {unit})"
+
+
+def fmt_num(x) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        if math.isinf(x):
+            return "inf"
+        return f"{x:.6g}"
+    return str(x)
+
+
+def table(rows: list[list], headers: list[str]) -> str:
+    """Plain aligned text table; numbers right-aligned."""
+    cells = [[str(h) for h in headers]] + [[fmt_num(c) if not isinstance(c, str) else c for c in r] for r in rows]
+    widths = [max(len(r[k]) for r in cells) for k in range(len(headers))]
+    numeric = [all(not isinstance(r[k], str) or r[k] in ("-",) for r in rows) for k in range(len(headers))]
+    out = []
+    for n, r in enumerate(cells):
+        out.append("  ".join(c.rjust(w) if numeric[k] and n else c.ljust(w) for k, (c, w) in enumerate(zip(r, widths))).rstrip())
+        if n == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def emit_json(obj) -> None:
+    print(json.dumps(obj, indent=None if isinstance(obj, dict) and len(json.dumps(obj)) > 2000 else 1, default=str))
+
+
+def _ratio_or_bytes(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a ratio (e.g. 0.8) or a byte count, got {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return v
+
+
+def _load(path):
+    from instances import load_graph
+
+    return load_graph(path)
+
+
+# ============================================================ info / eval
+def cmd_info(args) -> int:
+    g = _load(args.graph)
+    s = g.summary()
+    ev = evaluate(g, Schedule.from_order(g, g.given_order()))
+    s["given_order_peak"] = ev.peak
+    s["given_order_peak_op"] = ev.peak_op
+    if args.json:
+        emit_json(s)
+    else:
+        rows = [[k, fmt_bytes(v) if k in ("total_bytes", "given_order_peak") else fmt_num(v)] for k, v in s.items()]
+        print(table(rows, ["property", "value"]))
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from instances import load_schedule
+
+    g = _load(args.graph)
+    sched = load_schedule(g, args.schedule)
+    t0 = time.perf_counter()
+    ev = evaluate(g, sched)
+    wall = time.perf_counter() - t0
+    out = {"status": "valid", "method": "eval", "peak": ev.peak, "compute": ev.compute, "peak_event": ev.peak_event,
+           "peak_op": ev.peak_op, "recomputations": ev.recomputations, "events": len(sched), "wall_s": wall,
+           "schedule": sched.to_names(g)}
+    if sched.is_plain_order():
+        out["order"] = sched.order_names(g)
+    if args.json:
+        emit_json(out)
+    else:
+        print(table([["peak", fmt_bytes(ev.peak)], ["peak at", f"event {ev.peak_event} ({ev.peak_op})"],
+                     ["compute", fmt_num(ev.compute)], ["recomputations", str(ev.recomputations)],
+                     ["events", str(len(sched))]], ["schedule", "value"]))
+    return 0
+
+
+# ================================================================= order
+def cmd_order(args) -> int:
+    from solvers import ordering
+
+    g = _load(args.graph)
+    res = ordering.solve_order(g, method=args.method, exact=args.exact, time_limit=args.time_limit,
+                               workers=args.workers, seed=args.seed, progress=not args.json)
+    if args.json:
+        emit_json(res.to_json(g))
+    else:
+        print(ordering.format_result(g, res))
+    return 0
+
+
+def cmd_bound(args) -> int:
+    from solvers import bounds
+
+    g = _load(args.graph)
+    rep = bounds.bound_report(g)
+    if args.json:
+        emit_json(rep)
+    else:
+        print(bounds.format_report(g, rep))
+    return 0
+
+
+# ================================================================= remat
+def cmd_remat(args) -> int:
+    from solvers import remat
+
+    g = _load(args.graph)
+    res = remat.solve_remat(g, budget=args.budget, method=args.method, cap=args.cap, time_limit=args.time_limit,
+                            mip_solver=args.mip_solver, objective=args.objective, eps=args.eps, seed=args.seed,
+                            progress=not args.json)
+    if args.json:
+        emit_json(remat.result_json(g, res))
+    else:
+        print(remat.format_result(g, res))
+    return 0
+
+
+def cmd_pareto(args) -> int:
+    from solvers import remat
+
+    g = _load(args.graph)
+    rows = remat.pareto_sweep(g, budgets=args.budgets, method=args.method, cap=args.cap, time_limit=args.time_limit,
+                              progress=not args.json)
+    if args.plot:
+        remat.plot_pareto(g, rows, args.plot)
+    if args.json:
+        emit_json({"graph": g.name, "points": rows})
+    else:
+        print(remat.format_pareto(g, rows))
+        if args.plot:
+            print(f"plot written to {args.plot}")
+    return 0
+
+
+# ================================================================ gadget
+def cmd_gadget(args) -> int:
+    from instances import gadgets
+
+    return gadgets.cli_gadget(args)
+
+
+# =================================================================== dtr
+def cmd_dtr(args) -> int:
+    from solvers.dtr import cli as dtr_cli
+
+    return dtr_cli.run(args)
+
+
+# ============================================================ emit / run
+def cmd_emit(args) -> int:
+    from solvers.executors import cli as exec_cli
+
+    return exec_cli.emit(args)
+
+
+def cmd_run(args) -> int:
+    from solvers.executors import cli as exec_cli
+
+    return exec_cli.run(args)
+
+
+# ========================================================= bench / report
+def cmd_bench(args) -> int:
+    from solvers.harness import cli as bench_cli
+
+    return bench_cli.bench(args)
+
+
+def cmd_report(args) -> int:
+    from solvers.harness import cli as bench_cli
+
+    return bench_cli.report(args)
+
+
+# ============================================================ crosscheck
+def cmd_crosscheck(args) -> int:
+    from solvers import crosscheck
+
+    return crosscheck.cli(args)
+
+
+# ================================================================ parser
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="memsched",
+        description="Memory-constrained scheduling of computation graphs: peak-memory orderings with certificates, "
+                    "rematerialization under a budget, DTR replay, executable schedules.",
+        epilog="GRAPH is a memsched-graph JSON file or Checkmate/Moccasin node-link JSON (format detected from content). "
+               "User errors exit with status 2.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    s = sub.add_parser("info", help="summarize a graph and the peak of its given order")
+    s.add_argument("graph", metavar="GRAPH")
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.set_defaults(func=cmd_info)
+
+    s = sub.add_parser("eval", help="validate a schedule and report its peak and compute")
+    s.add_argument("graph", metavar="GRAPH")
+    s.add_argument("schedule", metavar="SCHEDULE", help="JSON with 'events' [[kind, name], ...] or 'order' [op, ...]")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_eval)
+
+    s = sub.add_parser("order", help="find an operator order with low peak memory (heuristic or exact)")
+    s.add_argument("graph", metavar="GRAPH")
+    s.add_argument("--method", default="best",
+                   help="given, dfs, bfs, lpmf, greedy, liu (trees), best (lowest of all heuristics); default best")
+    s.add_argument("--exact", action="store_true", help="solve to optimality with CP-SAT and certify with lower bounds")
+    s.add_argument("--time-limit", type=_positive_float, default=60.0, help="seconds for --exact (default 60)")
+    s.add_argument("--workers", type=int, default=2, help="CP-SAT workers (default 2)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_order)
+
+    s = sub.add_parser("bound", help="lower bounds on the optimal peak (no search)")
+    s.add_argument("graph", metavar="GRAPH")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_bound)
+
+    s = sub.add_parser("remat", help="rematerialization: least compute within a memory budget (or least peak within a compute budget)")
+    s.add_argument("graph", metavar="GRAPH")
+    s.add_argument("--budget", type=_ratio_or_bytes, default=0.8,
+                   help="memory budget: a ratio of the given order's peak if <= 1 (e.g. 0.8), else bytes (default 0.8)")
+    s.add_argument("--method", default="cp", help="cp, milp, checkpoint-all, chen-sqrt, revolve, dtr-greedy, sp-knapsack, width-dp")
+    s.add_argument("--cap", type=int, default=None, help="max extra computations per operator (default unbounded)")
+    s.add_argument("--objective", choices=["compute", "peak"], default="compute",
+                   help="compute: least compute with peak <= budget; peak: least peak with compute <= (1+eps) x baseline")
+    s.add_argument("--eps", type=float, default=0.0, help="extra compute allowed with --objective peak (default 0)")
+    s.add_argument("--mip-solver", default="highs", help="Pyomo solver for --method milp (default highs)")
+    s.add_argument("--time-limit", type=_positive_float, default=60.0)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_remat)
+
+    s = sub.add_parser("pareto", help="budget sweep: extra compute vs peak (table and plot)")
+    s.add_argument("graph", metavar="GRAPH")
+    s.add_argument("--budgets", type=_ratio_or_bytes, nargs="+", default=[1.0, 0.9, 0.8, 0.7, 0.6, 0.5])
+    s.add_argument("--method", default="cp")
+    s.add_argument("--cap", type=int, default=None)
+    s.add_argument("--time-limit", type=_positive_float, default=30.0, help="seconds per budget")
+    s.add_argument("--plot", metavar="PNG", help="write the Pareto plot here")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_pareto)
+
+    s = sub.add_parser("gadget", help="generate NP-hardness gadget instances with known optima")
+    s.set_defaults(func=cmd_gadget, gadget_parser=s)
+    s.add_argument("kind", choices=["knapsack", "3partition"])
+    s.add_argument("--items", metavar="FILE", help="knapsack items JSON: {'items': [{'size':..,'cost':..}], 'capacity': W}")
+    s.add_argument("--random", type=int, metavar="N", help="random source problem with N items")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--objective", choices=["compute", "peak"], default="compute")
+    s.add_argument("--cap", type=int, default=1, help="recompute cap of the 3-partition gadget (default 1)")
+    s.add_argument("-o", "--output", metavar="FILE", help="write the instance (and FILE.answer.json)")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("dtr", help="DTR online eviction: replay traces, sweep budgets, explain feasibility holes")
+    s.set_defaults(func=cmd_dtr, dtr_parser=s)
+    dsub = s.add_subparsers(dest="dtr_command", metavar="SUBCOMMAND")
+    d = dsub.add_parser("replay", help="replay a trace (or a GRAPH) under a budget")
+    d.add_argument("trace", metavar="TRACE")
+    d.add_argument("--ratio", type=_positive_float, default=1.0)
+    d.add_argument("--heuristic", default="dtr")
+    d.add_argument("--overhead-limit", default="2.0", help="thrash limit as a multiple of baseline compute, or inf")
+    d.add_argument("--json", action="store_true")
+    d = dsub.add_parser("sweep", help="coarse-to-fine budget sweep, find feasibility holes")
+    d.add_argument("trace", metavar="TRACE")
+    d.add_argument("--heuristic", default="dtr")
+    d.add_argument("--lo", type=float, default=0.1)
+    d.add_argument("--hi", type=float, default=1.0)
+    d.add_argument("--step", type=float, default=0.01)
+    d.add_argument("--resolution", type=float, default=1e-4)
+    d.add_argument("--repeats", type=int, default=3)
+    d.add_argument("--run-timeout", type=_positive_float, default=60.0)
+    d.add_argument("--jobs", type=int, default=2)
+    d.add_argument("--plot", metavar="PNG")
+    d.add_argument("--json", action="store_true")
+    d = dsub.add_parser("explain", help="explain a feasibility hole: replay two budgets side by side")
+    d.add_argument("trace", metavar="TRACE")
+    d.add_argument("--budget", type=float, required=True, help="failing budget (ratio)")
+    d.add_argument("--vs", type=float, required=True, help="smaller feasible budget (ratio)")
+    d.add_argument("--heuristic", default="dtr")
+    d.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("emit", help="write a standalone program that runs a schedule")
+    s.add_argument("graph", metavar="GRAPH")
+    s.add_argument("schedule", metavar="SCHEDULE", nargs="?")
+    s.add_argument("--method", default="given")
+    s.add_argument("--backend", choices=["numpy", "torch"], default="numpy")
+    s.add_argument("--arena", action="store_true", help="plan one static arena and use views")
+    s.add_argument("-o", "--output", metavar="PROG.py", required=True)
+    s.set_defaults(func=cmd_emit)
+
+    s = sub.add_parser("run", help="emit and run a schedule; measure the realized peak")
+    s.add_argument("graph", metavar="GRAPH")
+    s.add_argument("schedule", metavar="SCHEDULE", nargs="?")
+    s.add_argument("--method", default="given")
+    s.add_argument("--backend", choices=["numpy", "torch"], default="numpy")
+    s.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    s.add_argument("--arena", action="store_true")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("bench", help="run a benchmark sweep from a TOML/YAML spec (JSON lines out)")
+    s.add_argument("spec", metavar="SPEC")
+    s.add_argument("-o", "--output", metavar="RESULTS.jsonl")
+    s.add_argument("--jobs", type=int, default=2)
+    s.add_argument("--dask", metavar="ADDRESS")
+    s.add_argument("--resume", action="store_true")
+    s.set_defaults(func=cmd_bench)
+
+    s = sub.add_parser("report", help="render tables and plots from benchmark results")
+    s.add_argument("results", metavar="RESULTS", nargs="+")
+    s.add_argument("-o", "--output-dir", metavar="DIR", default=None)
+    s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("crosscheck", help="solve one instance every way and check all answers against each other")
+    s.add_argument("graph", metavar="GRAPH")
+    s.add_argument("--budget", type=_ratio_or_bytes, default=None)
+    s.add_argument("--time-limit", type=_positive_float, default=30.0)
+    s.add_argument("--plot", metavar="PNG")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_crosscheck)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_USER_ERROR
+    try:
+        return int(args.func(args) or 0)
+    except MemschedError as e:
+        print(f"memsched {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print(f"memsched {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""The one result type every solver returns.
+
+A solver hands back a schedule (and optionally what it *claims* the objective
+is); :func:`make_result` re-checks the schedule with the evaluator and fills
+peak and compute from the evaluator's figures. A claim that disagrees with
+the evaluator raises :class:`SolverDisagreement`: that is a bug, never a
+tolerance.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from formulations import Graph, Schedule, evaluate
+from formulations.evaluator import Evaluation
+
+__all__ = ["Status", "SolveResult", "SolverDisagreement", "make_result", "Timer"]
+
+
+class Status:
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+    INFEASIBLE = "infeasible"
+    TIMEOUT = "timeout"
+    ERROR = "error"
+
+
+class SolverDisagreement(AssertionError):
+    """A solver's claimed objective differs from the evaluator's figure."""
+
+
+@dataclass
+class SolveResult:
+    solver: str
+    status: str
+    schedule: Schedule | None = None
+    peak: int | None = None
+    compute: float | None = None
+    lower_bound: float | None = None  # best proven bound on the objective
+    objective: str = "peak"  # "peak" or "compute"
+    wall_s: float = 0.0
+    params: dict = field(default_factory=dict)
+    message: str = ""
+    evaluation: Evaluation | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def value(self):
+        """The objective value as judged by the evaluator."""
+        return self.peak if self.objective == "peak" else self.compute
+
+    @property
+    def gap(self) -> float | None:
+        if self.value is None or self.lower_bound is None:
+            return None
+        if self.value == 0:
+            return 0.0
+        return max(0.0, (self.value - self.lower_bound) / self.value)
+
+    def to_json(self, graph: Graph) -> dict:
+        d = {
+            "status": self.status,
+            "method": self.solver,
+            "peak": self.peak,
+            "compute": self.compute,
+            "lower_bound": self.lower_bound,
+            "gap": self.gap,
+            "wall_s": round(self.wall_s, 6),
+            "params": self.params,
+        }
+        if self.message:
+            d["message"] = self.message
+        if self.schedule is not None:
+            if self.schedule.is_plain_order():
+                d["order"] = self.schedule.order_names(graph)
+            d["schedule"] = self.schedule.to_names(graph)
+        d.update(self.extra)
+        return d
+
+
+def make_result(
+    graph: Graph,
+    schedule: Schedule | None,
+    *,
+    solver: str,
+    status: str,
+    objective: str = "peak",
+    claimed: float | None = None,
+    lower_bound: float | None = None,
+    wall_s: float = 0.0,
+    params: dict | None = None,
+    message: str = "",
+    extra: dict | None = None,
+) -> SolveResult:
+    """Build a :class:`SolveResult`, re-checking ``schedule`` with the evaluator.
+
+    ``claimed`` is the solver's own figure for the objective; it must equal the
+    evaluator's (costs compared with a 1e-9 relative tolerance only because
+    float sums depend on summation order)."""
+    res = SolveResult(solver=solver, status=status, schedule=schedule, objective=objective,
+                      lower_bound=lower_bound, wall_s=wall_s, params=dict(params or {}),
+                      message=message, extra=dict(extra or {}))
+    if schedule is not None:
+        ev = evaluate(graph, schedule)
+        res.evaluation = ev
+        res.peak, res.compute = ev.peak, ev.compute
+        if claimed is not None:
+            actual = res.value
+            ok = (claimed == actual) if objective == "peak" else math.isclose(claimed, actual, rel_tol=1e-9, abs_tol=1e-9)
+            if not ok:
+                raise SolverDisagreement(
+                    f"{solver}: claimed {objective} {claimed} but the evaluator finds {actual}")
+    return res
+
+
+class Timer:
+    """Wall-clock timer: ``with Timer() as t: ...; t.s``."""
+
+    def __enter__(self):
+        import time
+
+        self._t0 = time.perf_counter()
+        self.s = 0.0
+        return self
+
+    def __exit__(self, *exc):
+        import time
+
+        self.s = time.perf_counter() - self._t0
+        return False
+
+    def elapsed(self) -> float:
+        import time
+
+        return time.perf_counter() - self._t0
