@@ -126,6 +126,12 @@ def _checkmate(d: dict, src: str) -> Graph:
     except nx.NetworkXUnfeasible:
         topo = None  # Graph() names the cycle
     order = [names[x] for x in topo] if topo else None
+    given = (d.get("graph") or {}).get("order") if isinstance(d.get("graph"), dict) else None
+    if given and topo:  # a file's own order (e.g. written by graph_to_node_link) wins
+        for x in given:
+            if x not in names:
+                raise InputError(f"{src}: graph.order refers to unknown node id {x!r}")
+        order = [names[x] for x in given]
     return Graph.from_single_output(
         [(nm, ram, cpu) for _, nm, ram, cpu in spec], [(names[s], names[t]) for s, t in edges],
         name=d.get("graph", {}).get("name", Path(src).stem), order=order,

@@ -1,0 +1,25 @@
+"""Shared test setup: tests/ on sys.path (for ``strategies``), the shared-data path,
+and a hypothesis profile without deadlines (tests set max_examples themselves)."""
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+TESTS = Path(__file__).resolve().parent
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
+
+ROOT = TESTS.parent
+SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
+
+settings.register_profile("memsched", deadline=None)
+settings.load_profile("memsched")
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """../shared/data relative to the project root; skips the test when absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip("../shared/data is absent")
+    return SHARED_DATA
