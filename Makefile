@@ -8,7 +8,8 @@ BIN := $(VENV)/bin
 $(BIN)/memsched: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,dask]'
+	$(BIN)/pip install -q torch==2.13.0
 	touch $(BIN)/memsched
 
 venv: $(BIN)/memsched

@@ -92,11 +92,16 @@ def _load(path):
 def cmd_info(args) -> int:
     g = _load(args.graph)
     s = g.summary()
+    t0 = time.perf_counter()
     ev = evaluate(g, Schedule.from_order(g, g.given_order()))
+    wall = time.perf_counter() - t0
     s["given_order_peak"] = ev.peak
     s["given_order_peak_op"] = ev.peak_op
+    s["resident_at_start"] = g.resident_at_start()
+    s["is_tree"] = g.is_tree()
     if args.json:
-        emit_json(s)
+        emit_json({"status": "ok", "method": "given", "peak": ev.peak, "compute": ev.compute, "wall_s": wall,
+                   **s, "order": list(g.order)})
     else:
         rows = [[k, fmt_bytes(v) if k in ("total_bytes", "given_order_peak") else fmt_num(v)] for k, v in s.items()]
         print(table(rows, ["property", "value"]))
@@ -143,7 +148,7 @@ def cmd_bound(args) -> int:
     from solvers import bounds
 
     g = _load(args.graph)
-    rep = bounds.bound_report(g)
+    rep = bounds.bound_report(g, shave_budget=args.shave)
     if args.json:
         emit_json(rep)
     else:
@@ -158,7 +163,7 @@ def cmd_remat(args) -> int:
     g = _load(args.graph)
     res = remat.solve_remat(g, budget=args.budget, method=args.method, cap=args.cap, time_limit=args.time_limit,
                             mip_solver=args.mip_solver, objective=args.objective, eps=args.eps, seed=args.seed,
-                            progress=not args.json)
+                            progress=args.progress, workers=args.workers)
     if args.json:
         emit_json(remat.result_json(g, res))
     else:
@@ -171,7 +176,7 @@ def cmd_pareto(args) -> int:
 
     g = _load(args.graph)
     rows = remat.pareto_sweep(g, budgets=args.budgets, method=args.method, cap=args.cap, time_limit=args.time_limit,
-                              progress=not args.json)
+                              progress=not args.json, mip_solver=args.mip_solver, workers=args.workers, seed=args.seed)
     if args.plot:
         remat.plot_pareto(g, rows, args.plot)
     if args.json:
@@ -264,6 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("bound", help="lower bounds on the optimal peak (no search)")
     s.add_argument("graph", metavar="GRAPH")
+    s.add_argument("--shave", type=float, default=0.0, metavar="SECONDS",
+                   help="also run the learned-precedence (shaving) bound for up to SECONDS (default 0: off)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_bound)
 
@@ -276,18 +283,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--objective", choices=["compute", "peak"], default="compute",
                    help="compute: least compute with peak <= budget; peak: least peak with compute <= (1+eps) x baseline")
     s.add_argument("--eps", type=float, default=0.0, help="extra compute allowed with --objective peak (default 0)")
-    s.add_argument("--mip-solver", default="highs", help="Pyomo solver for --method milp (default highs)")
-    s.add_argument("--time-limit", type=_positive_float, default=60.0)
+    s.add_argument("--mip-solver", default="highs",
+                   help="Pyomo solver for --method milp: highs (via highspy, default), cbc, glpk, gurobi, scip, ...")
+    s.add_argument("--time-limit", type=_positive_float, default=60.0, help="seconds (default 60)")
+    s.add_argument("--workers", type=int, default=1, help="CP-SAT workers for --method cp (default 1)")
     s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--progress", action="store_true", help="print each improving solution on stderr")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_remat)
 
     s = sub.add_parser("pareto", help="budget sweep: extra compute vs peak (table and plot)")
     s.add_argument("graph", metavar="GRAPH")
     s.add_argument("--budgets", type=_ratio_or_bytes, nargs="+", default=[1.0, 0.9, 0.8, 0.7, 0.6, 0.5])
-    s.add_argument("--method", default="cp")
-    s.add_argument("--cap", type=int, default=None)
+    s.add_argument("--method", default="cp", help="any remat method (default cp)")
+    s.add_argument("--cap", type=int, default=None, help="max extra computations per operator (default unbounded)")
     s.add_argument("--time-limit", type=_positive_float, default=30.0, help="seconds per budget")
+    s.add_argument("--mip-solver", default="highs", help="Pyomo solver for --method milp (default highs)")
+    s.add_argument("--workers", type=int, default=1, help="CP-SAT workers (default 1)")
+    s.add_argument("--seed", type=int, default=0)
     s.add_argument("--plot", metavar="PNG", help="write the Pareto plot here")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_pareto)
@@ -295,72 +308,112 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("gadget", help="generate NP-hardness gadget instances with known optima")
     s.set_defaults(func=cmd_gadget, gadget_parser=s)
     s.add_argument("kind", choices=["knapsack", "3partition"])
-    s.add_argument("--items", metavar="FILE", help="knapsack items JSON: {'items': [{'size':..,'cost':..}], 'capacity': W}")
-    s.add_argument("--random", type=int, metavar="N", help="random source problem with N items")
+    s.add_argument("--items", metavar="FILE", help="source problem JSON: knapsack {'items': [{'size':..,'cost':..}], "
+                   "'capacity': W}; 3partition {'numbers': [...]}")
+    s.add_argument("--random", type=int, metavar="N", help="random source problem with N items (3partition: N numbers, a multiple of 3)")
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--objective", choices=["compute", "peak"], default="compute")
+    s.add_argument("--objective", choices=["compute", "peak"], default="compute",
+                   help="compute: least compute within a peak budget; peak: least peak within an extra-compute allowance")
     s.add_argument("--cap", type=int, default=1, help="recompute cap of the 3-partition gadget (default 1)")
-    s.add_argument("-o", "--output", metavar="FILE", help="write the instance (and FILE.answer.json)")
+    s.add_argument("-o", "--output", metavar="FILE", help="write the instance (and FILE.answer.json with the known optimum)")
     s.add_argument("--json", action="store_true")
 
     s = sub.add_parser("dtr", help="DTR online eviction: replay traces, sweep budgets, explain feasibility holes")
     s.set_defaults(func=cmd_dtr, dtr_parser=s)
     dsub = s.add_subparsers(dest="dtr_command", metavar="SUBCOMMAND")
     d = dsub.add_parser("replay", help="replay a trace (or a GRAPH) under a budget")
-    d.add_argument("trace", metavar="TRACE")
-    d.add_argument("--ratio", type=_positive_float, default=1.0)
-    d.add_argument("--heuristic", default="dtr")
+    d.add_argument("trace", metavar="TRACE", help="DTR log, or a memsched GRAPH file (replayed in its given order)")
+    d.add_argument("--ratio", type=_positive_float, default=None,
+                   help="budget = int(ratio x baseline memory) (default 1.0); for a GRAPH: ratio x given-order peak")
+    d.add_argument("--budget-bytes", type=int, default=None, help="absolute budget in bytes instead of --ratio")
+    d.add_argument("--heuristic", default="dtr",
+                   help="dtr, dtr-eqclass, dtr-local, lru, size, msps, random, ab-*, lookahead-K, belady")
     d.add_argument("--overhead-limit", default="2.0", help="thrash limit as a multiple of baseline compute, or inf")
+    d.add_argument("--seed", type=int, default=0, help="seed of the random heuristic")
+    d.add_argument("--start", choices=["auto", "yes", "no"], default="auto",
+                   help="honour ANNOTATE START (auto: manifest.json has_start, else if present)")
     d.add_argument("--json", action="store_true")
     d = dsub.add_parser("sweep", help="coarse-to-fine budget sweep, find feasibility holes")
     d.add_argument("trace", metavar="TRACE")
     d.add_argument("--heuristic", default="dtr")
     d.add_argument("--lo", type=float, default=0.1)
     d.add_argument("--hi", type=float, default=1.0)
-    d.add_argument("--step", type=float, default=0.01)
-    d.add_argument("--resolution", type=float, default=1e-4)
-    d.add_argument("--repeats", type=int, default=3)
-    d.add_argument("--run-timeout", type=_positive_float, default=60.0)
-    d.add_argument("--jobs", type=int, default=2)
-    d.add_argument("--plot", metavar="PNG")
+    d.add_argument("--step", type=float, default=0.01, help="coarse grid step (default 0.01)")
+    d.add_argument("--resolution", type=float, default=1e-4, help="refinement resolution (default 1e-4)")
+    d.add_argument("--repeats", type=int, default=3, help="runs per point next to an outcome change (default 3)")
+    d.add_argument("--run-timeout", type=_positive_float, default=60.0, help="seconds per run; later: unresolved")
+    d.add_argument("--overhead-limit", default="2.0")
+    d.add_argument("--jobs", type=int, default=2, help="worker processes (at most 2)")
+    d.add_argument("--refine", choices=["scan", "bisect"], default="scan",
+                   help="scan every resolution step of a change interval (default) or bisect it")
+    d.add_argument("--plot", metavar="PNG", help="write the feasibility map")
     d.add_argument("--json", action="store_true")
     d = dsub.add_parser("explain", help="explain a feasibility hole: replay two budgets side by side")
     d.add_argument("trace", metavar="TRACE")
-    d.add_argument("--budget", type=float, required=True, help="failing budget (ratio)")
-    d.add_argument("--vs", type=float, required=True, help="smaller feasible budget (ratio)")
+    d.add_argument("--budget", type=_positive_float, required=True, help="failing budget (ratio)")
+    d.add_argument("--vs", type=_positive_float, required=True, help="smaller feasible budget (ratio)")
     d.add_argument("--heuristic", default="dtr")
+    d.add_argument("--overhead-limit", default="2.0")
     d.add_argument("--json", action="store_true")
+    d = dsub.add_parser("to-graph", help="convert a trace into a memsched graph (forward+backward DAG)")
+    d.add_argument("trace", metavar="TRACE")
+    d.add_argument("-o", "--output", metavar="FILE", required=True)
 
-    s = sub.add_parser("emit", help="write a standalone program that runs a schedule")
+    _sched_help = "schedule JSON ('events' or 'order', e.g. the --json output of order/remat); default: --method"
+    _method_help = "without SCHEDULE: given (default), an ordering heuristic (dfs, bfs, lpmf, greedy, liu, best) or exact"
+    s = sub.add_parser("emit", help="write a standalone program that runs a schedule",
+                       description="Write a standalone Python program that runs the schedule (numpy or torch "
+                                   "backend) and prints its measured peak and output hashes (docs/executors.md).")
     s.add_argument("graph", metavar="GRAPH")
-    s.add_argument("schedule", metavar="SCHEDULE", nargs="?")
-    s.add_argument("--method", default="given")
+    s.add_argument("schedule", metavar="SCHEDULE", nargs="?", help=_sched_help)
+    s.add_argument("--method", default="given", help=_method_help)
+    s.add_argument("--time-limit", type=_positive_float, default=60.0, help="seconds for --method exact")
     s.add_argument("--backend", choices=["numpy", "torch"], default="numpy")
+    s.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="torch backend only")
     s.add_argument("--arena", action="store_true", help="plan one static arena and use views")
+    s.add_argument("--scale", type=int, default=1, help="divide every tensor size by N (rounded up)")
     s.add_argument("-o", "--output", metavar="PROG.py", required=True)
     s.set_defaults(func=cmd_emit)
 
-    s = sub.add_parser("run", help="emit and run a schedule; measure the realized peak")
+    s = sub.add_parser("run", help="emit and run a schedule; measure the realized peak",
+                       description="Emit the schedule as a program, run it in a subprocess and compare the realized "
+                                   "peak (measured by tracemalloc / the torch allocator) with the modeled one. "
+                                   "Exit 1 when they differ on CPU.")
     s.add_argument("graph", metavar="GRAPH")
-    s.add_argument("schedule", metavar="SCHEDULE", nargs="?")
-    s.add_argument("--method", default="given")
+    s.add_argument("schedule", metavar="SCHEDULE", nargs="?", help=_sched_help)
+    s.add_argument("--method", default="given", help=_method_help)
+    s.add_argument("--time-limit", type=_positive_float, default=60.0, help="seconds for --method exact")
     s.add_argument("--backend", choices=["numpy", "torch"], default="numpy")
     s.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    s.add_argument("--arena", action="store_true")
+    s.add_argument("--arena", action="store_true", help="plan one static arena and use views")
+    s.add_argument("--scale", type=int, default=1, help="divide every tensor size by N (rounded up)")
+    s.add_argument("--max-bytes", type=int, default=1 << 30,
+                   help="refuse schedules whose modeled peak exceeds this (default 1 GiB); see --scale")
+    s.add_argument("--keep", metavar="PROG.py", help="also write the emitted program here")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_run)
 
-    s = sub.add_parser("bench", help="run a benchmark sweep from a TOML/YAML spec (JSON lines out)")
-    s.add_argument("spec", metavar="SPEC")
-    s.add_argument("-o", "--output", metavar="RESULTS.jsonl")
-    s.add_argument("--jobs", type=int, default=2)
-    s.add_argument("--dask", metavar="ADDRESS")
-    s.add_argument("--resume", action="store_true")
+    s = sub.add_parser("bench", help="run a benchmark sweep from a TOML/YAML spec (JSON lines out)",
+                       description="Run every instance x solver x budget of SPEC (docs/harness.md). One JSON line "
+                                   "per run is appended and flushed as it ends; a run past its hard limit is "
+                                   "killed and recorded as timeout, a crash as error, and the sweep goes on.")
+    s.add_argument("spec", metavar="SPEC", help="sweep spec, .toml (or .yaml/.yml with PyYAML)")
+    s.add_argument("-o", "--output", metavar="RESULTS.jsonl",
+                   help="results file (default: the spec's 'output', else NAME.jsonl)")
+    s.add_argument("--jobs", type=int, default=None, help="local worker processes (default: the spec's 'jobs', else 2)")
+    s.add_argument("--dask", metavar="ADDRESS", help="run on a Dask scheduler (tcp://host:8786) instead of locally")
+    s.add_argument("--resume", action="store_true", help="skip runs already in the results file, append the rest")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
+    s.add_argument("--json", action="store_true", help="print the sweep summary as one JSON object")
     s.set_defaults(func=cmd_bench)
 
-    s = sub.add_parser("report", help="render tables and plots from benchmark results")
-    s.add_argument("results", metavar="RESULTS", nargs="+")
+    s = sub.add_parser("report", help="render tables and plots from benchmark results",
+                       description="Markdown tables (per instance: best known, best bound, certified optimum, "
+                                   "each solver's gap; per solver; per family). With -o DIR: report.md, CSV "
+                                   "tables and PNG plots in DIR; else the markdown on stdout.")
+    s.add_argument("results", metavar="RESULTS", nargs="+", help="results files (JSON lines) from memsched bench")
     s.add_argument("-o", "--output-dir", metavar="DIR", default=None)
+    s.add_argument("--no-plots", action="store_true", help="tables only")
     s.set_defaults(func=cmd_report)
 
     s = sub.add_parser("crosscheck", help="solve one instance every way and check all answers against each other")

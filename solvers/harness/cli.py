@@ -1,0 +1,50 @@
+"""``memsched bench`` and ``memsched report``: thin wrappers over the harness."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from formulations import MemschedError
+
+__all__ = ["bench", "report"]
+
+
+def bench(args) -> int:
+    from .sweep import run_sweep
+
+    if args.jobs is not None and args.jobs < 1:
+        raise MemschedError(f"--jobs must be at least 1, got {args.jobs}")
+    s = run_sweep(args.spec, args.output, jobs=args.jobs, dask=args.dask, resume=args.resume,
+                  progress=not getattr(args, "quiet", False))
+    bad = {k: v for k, v in s.statuses.items() if k in ("error", "timeout")}
+    if getattr(args, "json", False):
+        print(json.dumps(s.to_json()))
+    else:
+        st = ", ".join(f"{v} {k}" for k, v in sorted(s.statuses.items())) or "nothing to do"
+        skip = f" ({s.skipped} already done)" if s.skipped else ""
+        print(f"{s.executed} of {s.total} runs executed{skip} in {s.wall_s:.1f} s on {s.executor} "
+              f"({s.jobs if s.executor == 'local' else 'cluster'} jobs): {st}")
+        print(f"results: {s.output}")
+        if bad:
+            print(f"note: {sum(bad.values())} run(s) ended in error/timeout; see their 'message' field", file=sys.stderr)
+    return 0
+
+
+def report(args) -> int:
+    from .report import build_report, load_results
+
+    notes: list[str] = []
+    rows = load_results(args.results, notes=notes)
+    for n in notes:
+        print(f"memsched report: warning: {n}", file=sys.stderr)
+    if not rows:
+        raise MemschedError(f"{', '.join(args.results)}: no result rows")
+    out_dir = Path(args.output_dir) if args.output_dir else None
+    rep = build_report(rows, out_dir=out_dir, plots=out_dir is not None and not getattr(args, "no_plots", False),
+                       base=Path(args.results[0]).resolve().parent)
+    if out_dir is None:
+        print(rep.markdown)
+    else:
+        print(f"report written to {out_dir / 'report.md'} ({len(rep.files)} files)")
+    return 0

@@ -1,0 +1,80 @@
+"""Results as JSON lines: one row per run, appended and flushed as each run ends,
+so a killed sweep loses only the runs in flight, and ``--resume`` skips every key
+already present."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+__all__ = ["ResultStore", "read_rows"]
+
+
+def read_rows(path: str | Path, *, errors: list | None = None) -> list[dict]:
+    """All complete rows of a results file (a torn last line, from a driver killed
+    mid-write, is skipped; so is any line that is not a JSON object, noted in
+    ``errors``)."""
+    from instances.formats import InputError
+
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except OSError as e:
+        raise InputError(f"{p}: cannot read: {e}") from None
+    rows = []
+    lines = data.split(b"\n")
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            row = None
+        if not isinstance(row, dict) or "key" not in row:
+            if n == len(lines):  # torn tail (no newline after it)
+                continue
+            if errors is not None:
+                errors.append(f"{p}:{n}: not a result row, skipped")
+            continue
+        rows.append(row)
+    return rows
+
+
+class ResultStore:
+    def __init__(self, path: str | Path, fsync: bool = False):
+        self.path = Path(path)
+        self.fsync = fsync
+        self._f = None
+
+    def exists(self) -> bool:
+        return self.path.is_file() and self.path.stat().st_size > 0
+
+    def rows(self) -> list[dict]:
+        return read_rows(self.path) if self.path.is_file() else []
+
+    def done_keys(self) -> set[str]:
+        return {r["key"] for r in self.rows()}
+
+    def open(self, resume: bool) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if resume and self.path.is_file():
+            # drop a torn last line so the next row starts on a fresh line
+            with open(self.path, "rb+") as f:
+                data = f.read()
+                cut = data.rfind(b"\n") + 1
+                if cut != len(data):
+                    f.truncate(cut)
+        self._f = open(self.path, "a" if resume else "w", encoding="utf-8")
+
+    def append(self, row: dict) -> None:
+        self._f.write(json.dumps(row, separators=(",", ":"), default=str) + "\n")
+        self._f.flush()
+        if self.fsync:
+            os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
