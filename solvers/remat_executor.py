@@ -1,0 +1,214 @@
+"""An on-demand executor shared by the rematerialization baselines.
+
+It walks a plain operator order; when an operator needs an input that is no
+longer resident it recomputes the producer first (recursively, from whatever
+is still resident); after each step it frees every tensor with no later use.
+What else to drop is a *policy*: a static set of tensors to drop after their
+use (Chen's checkpoints), or eviction under a budget by DTR's score
+h = cost / (bytes x staleness) (Kirisame et al., ICLR 2021).
+
+The output is a :class:`formulations.Schedule`; the evaluator judges it.
+Runs in O(events x resident tensors) with budget eviction, O(events) otherwise.
+"""
+from __future__ import annotations
+
+import sys
+
+from formulations import Graph
+from formulations.schedule import COMPUTE, FREE, Schedule
+
+__all__ = ["Executor", "ExecutionFailed"]
+
+
+class ExecutionFailed(Exception):
+    """The policy cannot produce a schedule within the budget / caps."""
+
+
+class Executor:
+    def __init__(self, graph: Graph, order: list[int], *, budget: int | None = None, caps=None,
+                 drop_after_use: set[int] | None = None, evict: bool = False, score: str = "dtr"):
+        g = self.g = graph
+        self.order = list(order)
+        self.B = budget
+        self.caps = caps
+        self.drop = drop_after_use or set()
+        self.evict = evict
+        self.score = score
+        n_t = g.n_tensors
+        self.pos_uses: list[list[int]] = [[] for _ in range(n_t)]
+        pos = [0] * g.n_ops
+        for k, v in enumerate(self.order):
+            pos[v] = k
+        for j in range(n_t):
+            self.pos_uses[j] = sorted(pos[c] for c in g.consumers[j])
+        self.last = [u[-1] if u else -1 for u in self.pos_uses]
+        if evict or self.drop:
+            # a graph input can never be recomputed: keep it while an operator that reads it
+            # might run again (a recomputation after its last use in the order would need it)
+            for j in g.input_idx:
+                if any(caps is None or caps[c] is None or caps[c] > 0 for c in g.consumers[j]):
+                    self.last[j] = len(self.order)
+        self.keep = g.pinned_idx | g.output_idx
+        self.resident = bytearray(n_t)
+        self.mem = 0
+        for j in g.input_idx:
+            self.resident[j] = 1
+            self.mem += g.size[j]
+        self.counts = [0] * g.n_ops
+        self.events: list[tuple[int, int]] = []
+        self.locked: dict[int, int] = {}
+        self.access = [0] * n_t
+        self.clock = 0
+        self.step = -1
+
+    # ---------------------------------------------------------------- basics
+    def _free(self, j: int) -> None:
+        self.resident[j] = 0
+        self.mem -= self.g.size[j]
+        self.events.append((FREE, j))
+
+    def _needed_later(self, j: int) -> bool:
+        if j in self.g.output_idx:
+            return True
+        return self.last[j] > self.step
+
+    def _can_recompute(self, p: int) -> bool:
+        if p == -1:
+            return False
+        c = None if self.caps is None else self.caps[p]
+        return c is None or self.counts[p] < 1 + c
+
+    def _make_room(self, need: int) -> None:
+        if self.B is None or self.mem + need <= self.B:
+            return
+        if not self.evict:
+            return  # static policies: the evaluator reports the peak
+        g = self.g
+        while self.mem + need > self.B:
+            best, best_key = -1, None
+            for j in range(g.n_tensors):
+                if not self.resident[j] or j in self.locked or j in g.pinned_idx or g.size[j] == 0:
+                    continue
+                p = g.producer[j]
+                unsafe = 0
+                if self._needed_later(j):
+                    if not self._can_recompute(p):
+                        continue
+                    # recomputing p needs every output of p gone: only evict if none is locked
+                    if any(o in self.locked for o in g.op_out[p]):
+                        continue
+                    cost = g.cost[p]
+                    nxt = next((q for q in self.pos_uses[j] if q > self.step), None)
+                    if self.score in ("belady", "safe"):
+                        # prefer tensors whose producer's inputs are still alive at the next use
+                        reach = len(self.order) if nxt is None else nxt
+                        unsafe = sum(1 for i in g.op_in[p] if i not in g.pinned_idx and not (self.resident[i] and self.last[i] >= reach))
+                else:
+                    cost = 0.0
+                    nxt = None
+                if self.score in ("belady", "safe"):
+                    dist = (len(self.order) + 1 - self.step) if nxt is None else nxt - self.step
+                    h = cost / (g.size[j] * dist)
+                else:
+                    stale = self.clock - self.access[j] + 1
+                    h = cost / (g.size[j] * stale)
+                if unsafe and self.score == "safe":
+                    continue
+                key = (unsafe, h)
+                if best_key is None or key < best_key:
+                    best, best_key = j, key
+            if best < 0:
+                raise ExecutionFailed(f"cannot free {self.mem + need - self.B} more bytes")
+            self._free(best)
+
+    def _lock(self, js):
+        for j in js:
+            self.locked[j] = self.locked.get(j, 0) + 1
+
+    def _unlock(self, js):
+        for j in js:
+            c = self.locked[j] - 1
+            if c:
+                self.locked[j] = c
+            else:
+                del self.locked[j]
+
+    def materialize(self, j: int, depth: int = 0) -> None:
+        if self.resident[j]:
+            return
+        p = self.g.producer[j]
+        if not self._can_recompute(p):
+            raise ExecutionFailed(f"tensor {self.g.tensors[j].name!r} is gone and cannot be recomputed")
+        self.run(p, depth + 1)
+
+    def run(self, v: int, depth: int = 0) -> None:
+        g = self.g
+        if depth > 5000:
+            raise ExecutionFailed("recomputation too deep")
+        ins = g.op_in[v]
+        self._lock(ins)
+        try:
+            for j in ins:
+                self.materialize(j, depth)
+            if not self._can_recompute(v) and self.counts[v] > 0:
+                raise ExecutionFailed(f"operator {g.ops[v].name!r} exceeds its cap")
+            for j in g.op_out[v]:  # recompute only after free
+                if self.resident[j]:
+                    if j in self.locked:
+                        raise ExecutionFailed("output of a recomputed operator is in use")
+                    self._free(j)
+            need = sum(g.size[j] for j in g.op_out[v]) + g.workspace[v]
+            self._make_room(need)
+            self.events.append((COMPUTE, v))
+            self.counts[v] += 1
+            self.clock += 1
+            for j in g.op_out[v]:
+                self.resident[j] = 1
+                self.mem += g.size[j]
+                self.access[j] = self.clock
+            for j in ins:
+                self.access[j] = self.clock
+        finally:
+            self._unlock(ins)
+
+    # ------------------------------------------------------------------ main
+    def execute(self) -> Schedule:
+        g = self.g
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, 20000))
+        try:
+            for j in g.input_idx:  # inputs nobody needs
+                if j not in self.keep and not g.consumers[j]:
+                    self._free(j)
+            for k, v in enumerate(self.order):
+                self.step = k
+                if self.counts[v] and all(self.resident[j] for j in g.op_out[v]):
+                    pass  # still resident from an on-demand recomputation
+                else:
+                    self.run(v)
+                self._release(v, k)
+            self.step = len(self.order)
+            for j in g.output_idx:
+                self.materialize(j)
+        finally:
+            sys.setrecursionlimit(old)
+        return Schedule(tuple(self.events))
+
+    def _release(self, v: int, k: int) -> None:
+        g = self.g
+        cand = set(g.op_in[v]) | set(g.op_out[v])
+        for j in sorted(cand):
+            if not self.resident[j] or j in self.keep:
+                continue
+            if self.last[j] <= k:
+                self._free(j)
+            elif j in self.drop and g.producer[j] != -1:
+                # static checkpointing: drop unless the very next step reads it
+                nxt = next((p for p in self.pos_uses[j] if p > k), None)
+                if nxt is not None and nxt > k + 1:
+                    self._free(j)
+        # recomputed tensors that are dead now
+        if self.evict or self.drop:
+            for j in range(g.n_tensors):
+                if self.resident[j] and j not in self.keep and self.last[j] <= k and g.producer[j] != -1:
+                    self._free(j)

@@ -1,0 +1,194 @@
+"""Peak-cutting local search over compute sequences (warm start for the remat CP).
+
+A *compute sequence* lists operator indices, repeats being recomputations.
+It defines a schedule: each computation reads the latest earlier copy of
+every input, and every copy is freed right after its last reader (a required
+output's last copy is kept). Inserting a recomputation of p just before a
+later reader of p's output therefore shortens the old copy's lifetime and
+extends the lifetimes of p's inputs up to the new computation.
+
+The search repeatedly looks at the peak computation, and for every tensor
+resident there but not read by it, tries "recompute its producer right before
+its next reader" (within the caps); it takes the move that lowers
+(peak, number of peak events, compute) most, until the peak fits the budget
+or no move helps. O(moves x candidates x sequence length).
+"""
+from __future__ import annotations
+
+import time
+
+from formulations import Graph, Schedule
+from formulations.schedule import COMPUTE, FREE
+
+__all__ = ["schedule_from_sequence", "cut_peak"]
+
+
+def schedule_from_sequence(g: Graph, seq: list[int]) -> Schedule:
+    """The schedule of a compute sequence (see module docstring)."""
+    n_t = g.n_tensors
+    latest = [-1] * n_t  # index in seq of the latest copy of each tensor (-2 = graph input)
+    for j in g.input_idx:
+        latest[j] = -2
+    last_read: dict[tuple[int, int], int] = {}
+    copies: list[list[tuple[int, int]]] = [[] for _ in range(len(seq))]
+    for q, v in enumerate(seq):
+        for j in g.op_in[v]:
+            last_read[(j, latest[j])] = q
+        for j in g.op_out[v]:
+            latest[j] = q
+            copies[q].append(j)
+    free_after: list[list[int]] = [[] for _ in range(len(seq))]
+    head: list[int] = []
+    keep = g.pinned_idx
+    final = set((j, latest[j]) for j in g.output_idx)
+    for j in g.input_idx:
+        if j in keep or (j, -2) in final:
+            continue
+        q = last_read.get((j, -2))
+        if q is None:
+            head.append(j)
+        else:
+            free_after[q].append(j)
+    for q, js in enumerate(copies):
+        for j in js:
+            if (j, q) in final:
+                continue
+            free_after[max(q, last_read.get((j, q), q))].append(j)
+    events = [(FREE, j) for j in head]
+    for q, v in enumerate(seq):
+        events.append((COMPUTE, v))
+        for j in sorted(free_after[q]):
+            events.append((FREE, j))
+    return Schedule(tuple(events))
+
+
+def _candidates(g, seq, q, caps, counts):
+    """(producer, insert position) pairs: recompute the producer of a tensor that is
+    resident during seq[q] without being read there, right before its next reader."""
+    latest = [-1] * g.n_tensors
+    for j in g.input_idx:
+        latest[j] = -2
+    for p in range(q):
+        for j in g.op_out[seq[p]]:
+            latest[j] = p
+    reads_now = set(g.op_in[seq[q]])
+    out = []
+    for j in range(g.n_tensors):
+        if latest[j] < 0 or j in reads_now or g.size[j] == 0:
+            continue
+        nxt = None
+        for r in range(q + 1, len(seq)):
+            if j in g.op_in[seq[r]]:
+                nxt = r
+                break
+            if j in g.op_out[seq[r]]:
+                break
+        if nxt is None:
+            continue
+        p = g.producer[j]
+        if caps is not None and caps[p] is not None and counts[p] >= 1 + caps[p]:
+            continue
+        out.append((g.size[j], p, nxt))
+    out.sort(reverse=True)
+    return [(p, nxt) for _, p, nxt in out]
+
+
+def _insertions(g, seq, q, p, nxt, caps, counts):
+    """Recompute p alone, or together with the producers of those inputs of p whose
+    current copies would otherwise have to live across position q."""
+    yield [p]
+    first = {}
+    for k, v in enumerate(seq):
+        first.setdefault(v, k)
+    reads_now = set(g.op_in[seq[q]])
+    extra = []
+    for j in g.op_in[p]:
+        u = g.producer[j]
+        if u == -1 or j in reads_now:
+            continue
+        # latest copy of j before nxt; it must have been made before q to matter
+        lat = max((k for k in range(nxt) if j in g.op_out[seq[k]]), default=-1)
+        if lat < q and (caps is None or caps[u] is None or counts[u] < 1 + caps[u]):
+            extra.append(u)
+    if extra:
+        extra = sorted(set(extra), key=lambda u: first[u])
+        yield extra + [p]
+
+
+def cut_peak(g: Graph, order: list[int], budget: int, caps=None, time_limit: float = 10.0,
+             max_moves: int = 10_000, best_effort: bool = False) -> Schedule | None:
+    """A schedule with peak <= budget obtained from ``order`` by inserting
+    recomputations, or None. Respects the caps (None = unbounded)."""
+    from formulations import evaluate
+    from formulations.evaluator import ScheduleError
+
+    t0 = time.perf_counter()
+    seq = list(order)
+    counts = [0] * g.n_ops
+    for v in seq:
+        counts[v] += 1
+
+    def score(sq):
+        s = schedule_from_sequence(g, sq)
+        try:
+            ev = evaluate(g, s)
+        except ScheduleError:
+            return None, None
+        tl = ev.timeline
+        comp_mem = [tl[k] for k, (kind, _) in enumerate(s.events) if kind == COMPUTE]
+        npk = sum(1 for m in comp_mem if m == ev.peak)
+        return (ev.peak, npk, ev.compute), (s, ev, comp_mem)
+
+    cur, info = score(seq)
+    if cur is None:
+        return None
+    moves = 0
+    while cur[0] > budget and moves < max_moves and time.perf_counter() - t0 < time_limit:
+        s, ev, comp_mem = info
+        # positions (in seq) of the peak computations
+        peaks = [q for q, m in enumerate(comp_mem) if m == cur[0]]
+        best = None
+        tried = set()
+        for q in peaks[:4]:
+            for p, nxt in _candidates(g, seq, q, caps, counts):
+                if (p, nxt) in tried:
+                    continue
+                tried.add((p, nxt))
+                for ins in _insertions(g, seq, q, p, nxt, caps, counts):
+                    trial = seq[:nxt] + ins + seq[nxt:]
+                    sc, inf = score(trial)
+                    if sc is not None and sc < cur and (best is None or sc < best[0]):
+                        best = (sc, inf, trial, ins)
+            # delay moves: a computation whose outputs nobody reads before their next reader
+            # after q moves to just before that reader (no extra compute)
+            for k in range(q):
+                v = seq[k]
+                outs = g.op_out[v]
+                nxt = None
+                ok = True
+                for r in range(k + 1, len(seq)):
+                    if any(j in g.op_in[seq[r]] for j in outs):
+                        if r <= q:
+                            ok = False
+                        nxt = r
+                        break
+                    if seq[r] == v:
+                        break
+                if not ok or nxt is None or ("d", k, nxt) in tried:
+                    continue
+                tried.add(("d", k, nxt))
+                trial = seq[:k] + seq[k + 1:nxt] + [v] + seq[nxt:]
+                sc, inf = score(trial)
+                if sc is not None and sc < cur and (best is None or sc < best[0]):
+                    best = (sc, inf, trial, [])
+            if best is not None:
+                break
+        if best is None:
+            break
+        cur, info, seq, ins = best
+        for p in ins:
+            counts[p] += 1
+        moves += 1
+    if cur[0] <= budget or best_effort:
+        return info[0]
+    return None

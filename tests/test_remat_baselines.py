@@ -1,0 +1,152 @@
+"""Baselines and the dispatcher: every schedule valid, within budget and caps."""
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from formulations import MemschedError, Schedule, evaluate
+from instances.generators import chain, random_dag, random_multi_output, unet
+from solvers.remat import check_caps, resolve_budget, solve_remat
+from solvers.remat_revolve import binomial_positions
+
+from test_remat_properties import train_chain
+
+BASELINES = ["checkpoint-all", "chen-sqrt", "revolve", "dtr-greedy"]
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "graphs"
+
+
+@st.composite
+def graphs(draw):
+    kind = draw(st.integers(0, 2))
+    seed = draw(st.integers(0, 10_000))
+    if kind == 0:
+        return train_chain(draw(st.integers(2, 12)), seed)
+    if kind == 1:
+        return random_multi_output(draw(st.integers(2, 14)), seed)
+    return random_dag(draw(st.integers(2, 14)), seed, edge_prob=draw(st.sampled_from([0.2, 0.5])))
+
+
+@settings(max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(graphs(), st.sampled_from(BASELINES), st.floats(0.3, 1.0), st.sampled_from([None, 0, 1, 2]))
+def test_baseline_schedules_are_valid_within_budget_and_caps(g, method, ratio, cap):
+    B = resolve_budget(g, ratio)
+    r = solve_remat(g, B, method=method, cap=cap)
+    assert r.status in ("optimal", "feasible", "infeasible")
+    if r.schedule is None:
+        assert r.status == "infeasible" and r.message
+        return
+    ev = evaluate(g, r.schedule)
+    assert ev.peak <= B and ev.peak == r.peak
+    assert check_caps(g, r.schedule, None if cap is None else [cap] * g.n_ops) is None
+    assert ev.compute >= g.total_cost() - 1e-9
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(graphs(), st.floats(0.3, 1.0))
+def test_checkpoint_all_feasible_iff_given_peak_fits(g, ratio):
+    B = resolve_budget(g, ratio)
+    P = evaluate(g, Schedule.from_order(g, g.given_order())).peak
+    r = solve_remat(g, B, method="checkpoint-all")
+    assert (r.status == "optimal") == (P <= B)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(graphs(), st.sampled_from(BASELINES + ["cp"]), st.sampled_from([0.0, 0.3]))
+def test_peak_objective_respects_the_compute_limit(g, method, eps):
+    r = solve_remat(g, None, method=method, cap=1, objective="peak", eps=eps, time_limit=20)
+    if r.schedule is not None:
+        assert r.compute <= (1 + eps) * g.total_cost() + 1e-9
+
+
+def test_chen_and_revolve_cut_the_peak_of_a_training_chain():
+    g = train_chain(16, 3, max_size=10)
+    P = evaluate(g, Schedule.from_order(g, g.given_order())).peak
+    for m in ("chen-sqrt", "revolve"):
+        r = solve_remat(g, None, method=m, objective="peak", eps=2.0)
+        assert r.peak < P and r.compute > g.total_cost()
+
+
+@pytest.mark.parametrize("l,s", [(10, 1), (10, 3), (100, 4), (5, 10)])
+def test_binomial_positions_increase_within_the_chain(l, s):
+    pos = binomial_positions(l, s)
+    assert pos == sorted(set(pos)) and all(0 < p < l for p in pos) and len(pos) <= s
+
+
+def test_budget_resolution():
+    g = chain(5, size=100)  # given peak 200
+    assert resolve_budget(g, 0.8) == 160
+    assert resolve_budget(g, 1.0) == 200
+    assert resolve_budget(g, 0.333) == math.ceil(0.333 * 200)
+    assert resolve_budget(g, 150) == 150
+    with pytest.raises(MemschedError):
+        resolve_budget(g, -1)
+
+
+def test_unknown_method_lists_the_names():
+    with pytest.raises(MemschedError, match="checkpoint-all.*dtr-greedy"):
+        solve_remat(chain(3), 1.0, method="nope")
+
+
+def test_bad_cap_and_objective_are_user_errors():
+    with pytest.raises(MemschedError, match="cap"):
+        solve_remat(chain(3), 1.0, cap=-1)
+    with pytest.raises(MemschedError, match="objective"):
+        solve_remat(chain(3), 1.0, objective="speed")
+
+
+def test_local_infeasibility_names_the_operator():
+    g = unet(3)
+    r = solve_remat(g, 0.5, method="cp")
+    assert r.status == "infeasible" and "dec0_cat" in r.message and "budget" in r.message
+
+
+def test_milp_unknown_solver_is_a_user_error():
+    g = train_chain(3, 1)
+    with pytest.raises(MemschedError, match="not available"):
+        solve_remat(g, 0.9, method="milp", mip_solver="no-such-solver", cap=1)
+
+
+def _graph(name):
+    hits = sorted(DATA.glob(f"*/*{name}*"))
+    if not hits:
+        pytest.skip("../shared/data is absent")
+    from instances import load_graph
+
+    return load_graph(hits[0])
+
+
+def test_random_layered_n100_needs_no_recomputation_at_0_8():
+    g = _graph("random_layered_n100")
+    r = solve_remat(g, 0.8, method="cp", cap=1, time_limit=60)
+    assert r.status == "optimal" and r.compute == g.total_cost() and r.peak <= resolve_budget(g, 0.8)
+
+
+def test_vgg16_at_0_8_is_certified_infeasible():
+    g = _graph("VGG16_256_2242243_train")
+    r = solve_remat(g, 0.8, method="cp", cap=1, time_limit=60)
+    assert r.status == "infeasible" and "needs inputs+output+workspace" in r.message
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(graphs(), st.floats(0.3, 1.0), st.sampled_from([None, 0, 1, 2]), st.integers(0, 3))
+def test_local_search_schedules_are_valid_within_budget_and_caps(g, ratio, cap, extra):
+    from solvers.remat_local_search import cut_peak, schedule_from_sequence
+
+    caps = None if cap is None else [cap] * g.n_ops
+    order = g.given_order()
+    # any sequence with recomputations appended before a reader is a valid schedule
+    seq = list(order)
+    for v in order[:extra]:
+        readers = [k for k, w in enumerate(seq) if any(j in g.op_in[w] for j in g.op_out[v])]
+        if readers:
+            seq.insert(readers[-1], v)
+    ev = evaluate(g, schedule_from_sequence(g, seq))
+    assert ev.compute_counts == [seq.count(v) for v in range(g.n_ops)]
+    if seq == order:
+        assert ev.peak == evaluate(g, Schedule.from_order(g, order)).peak
+    B = resolve_budget(g, ratio)
+    s = cut_peak(g, order, B, caps, time_limit=5)
+    if s is not None:
+        e = evaluate(g, s)
+        assert e.peak <= B and check_caps(g, s, caps) is None

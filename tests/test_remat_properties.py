@@ -1,0 +1,189 @@
+"""Property tests of the rematerialization models (CP-SAT free order vs Checkmate MILP).
+
+Small random graphs, 1 CP-SAT worker. The optimum of each model is checked
+against the other and against brute force over all topological orders."""
+import itertools
+import math
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
+
+from formulations import Schedule, evaluate
+from instances.generators import random_dag, random_multi_output
+from solvers.remat import check_caps, local_infeasibility, resolve_budget, solve_remat
+
+SET = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+
+
+def all_orders(g):
+    pred = g.op_pred()
+    n = g.n_ops
+
+    def rec(done, seq):
+        if len(seq) == n:
+            yield list(seq)
+            return
+        for v in range(n):
+            if v not in done and all(p in done for p in pred[v]):
+                done.add(v)
+                seq.append(v)
+                yield from rec(done, seq)
+                seq.pop()
+                done.discard(v)
+
+    yield from rec(set(), [])
+
+
+def best_order_peak(g):
+    return min(evaluate(g, Schedule.from_order(g, o)).peak for o in all_orders(g))
+
+
+def train_chain(k, seed, max_size=50):
+    """A forward chain f0..f{k-1} and its backward pass b{k-1}..b0 (b_i reads f_i and
+    b_{i+1}): the graph family where recomputation pays."""
+    import random
+
+    from formulations import Graph
+
+    rng = random.Random(seed)
+    nodes = [(f"f{i}", rng.randint(1, max_size), float(rng.randint(1, 5))) for i in range(k)]
+    nodes += [(f"b{i}", rng.randint(1, max_size), float(rng.randint(1, 5))) for i in reversed(range(k))]
+    edges = [(f"f{i}", f"f{i + 1}") for i in range(k - 1)] + [(f"f{k - 1}", f"b{k - 1}")]
+    edges += [(f"b{i + 1}", f"b{i}") for i in range(k - 1)] + [(f"f{i}", f"b{i}") for i in range(k - 1)]
+    return Graph.from_single_output(nodes, edges, name=f"train{k}_s{seed}", order=[nm for nm, _, _ in nodes])
+
+
+@st.composite
+def small_graph(draw, max_n=6):
+    n = draw(st.integers(3, max_n))
+    seed = draw(st.integers(0, 10_000))
+    kind = draw(st.integers(0, 2))
+    if kind == 2:
+        return train_chain(max(2, n // 2), seed)
+    if kind == 1:
+        return random_multi_output(n, seed, max_size=draw(st.sampled_from([9, 50])))
+    return random_dag(n, seed, edge_prob=draw(st.sampled_from([0.2, 0.4, 0.6])), max_size=draw(st.sampled_from([9, 50])),
+                      max_cost=draw(st.sampled_from([1, 5])))
+
+
+def stage_representable(g, sched):
+    """True if the schedule keeps the given order of first computations and, within
+    each stage, runs operators in increasing given-order position (Checkmate's space)."""
+    pos = {v: k for k, v in enumerate(g.given_order())}
+    firsts, seen = [], set()
+    stage = []
+    for v in sched.computes():
+        stage.append(pos[v])
+        if v not in seen:
+            seen.add(v)
+            firsts.append(pos[v])
+            if stage != sorted(set(stage)) or len(stage) != len(set(stage)):
+                return False
+            stage = []
+    return firsts == sorted(firsts)
+
+
+def budget_between(g, frac):
+    """A budget between the local lower bound (largest single-operator need) and the
+    given order's peak: the range where recomputation and ordering matter."""
+    given_pk = evaluate(g, Schedule.from_order(g, g.given_order())).peak
+    lo = 0
+    while local_infeasibility(g, lo) is not None:
+        lo = lo * 2 + 1 if lo < given_pk else given_pk
+        if lo >= given_pk:
+            break
+    hi_bad, lo_ok = 0, lo
+    # bisection for the least budget without a local reason
+    a, b = 0, lo
+    while a < b:
+        mid = (a + b) // 2
+        if local_infeasibility(g, mid) is None:
+            b = mid
+        else:
+            a = mid + 1
+    lo = a
+    return lo + int(frac * max(0, given_pk - lo))
+
+
+def _valid(g, res, B, cap):
+    if res.schedule is None:
+        return
+    ev = evaluate(g, res.schedule)
+    assert ev.peak <= B
+    assert check_caps(g, res.schedule, None if cap is None else [cap] * g.n_ops) is None
+    assert ev.compute == pytest.approx(res.compute)
+
+
+@settings(max_examples=45, **SET)
+@given(small_graph(), st.sampled_from([0, 1, 1, 2]), st.floats(0.0, 1.0))
+def test_cp_never_worse_than_milp_and_equal_when_order_does_not_bind(g, cap, frac):
+    B = budget_between(g, frac)
+    cp = solve_remat(g, B, method="cp", cap=cap, time_limit=30, workers=1)
+    mi = solve_remat(g, B, method="milp", cap=cap, time_limit=30)
+    _valid(g, cp, B, cap)
+    _valid(g, mi, B, cap)
+    assert cp.status in ("optimal", "infeasible")
+    assert mi.status in ("optimal", "infeasible")
+    if mi.status == "optimal":
+        assert cp.status == "optimal", "the CP space contains the MILP's"
+        assert cp.compute <= mi.compute + 1e-9
+    if cp.status == "optimal" and stage_representable(g, cp.schedule):
+        assert mi.status == "optimal", "CP's schedule is a fixed-order schedule"
+        assert mi.compute == pytest.approx(cp.compute)
+    if cp.status == "infeasible":
+        assert cp.message
+
+
+@settings(max_examples=30, **SET)
+@given(small_graph(max_n=6))
+def test_cap0_matches_brute_force_ordering(g):
+    opt = best_order_peak(g)
+    base = g.total_cost()
+    r = solve_remat(g, opt, method="cp", cap=0, time_limit=30)
+    assert r.status == "optimal" and r.peak <= opt and r.compute == pytest.approx(base)
+    r = solve_remat(g, opt - 1, method="cp", cap=0, time_limit=30) if opt > 1 else None
+    if r is not None:
+        assert r.status == "infeasible" and r.schedule is None and r.message
+    given_pk = evaluate(g, Schedule.from_order(g, g.given_order())).peak
+    m = solve_remat(g, given_pk, method="milp", cap=0, time_limit=30)
+    assert m.status == "optimal" and m.compute == pytest.approx(base)
+    m = solve_remat(g, given_pk - 1, method="milp", cap=0, time_limit=30)
+    assert m.status == "infeasible"
+
+
+@settings(max_examples=25, **SET)
+@given(small_graph(max_n=6))
+def test_peak_objective_without_extra_compute_is_the_ordering_problem(g):
+    assume(all(c > 0 for c in g.cost))
+    opt = best_order_peak(g)
+    r = solve_remat(g, None, method="cp", cap=1, objective="peak", eps=0.0, time_limit=30)
+    assert r.status == "optimal" and r.peak == opt and r.lower_bound == opt
+    given_pk = evaluate(g, Schedule.from_order(g, g.given_order())).peak
+    m = solve_remat(g, None, method="milp", cap=1, objective="peak", eps=0.0, time_limit=30)
+    assert m.status == "optimal" and m.peak == given_pk
+
+
+@settings(max_examples=20, **SET)
+@given(small_graph(max_n=6))
+def test_peak_objective_with_slack_never_above_budget_free_optimum(g):
+    """min peak s.t. compute <= (1+eps) base, and min compute s.t. peak <= that peak, are consistent."""
+    r = solve_remat(g, None, method="cp", cap=1, objective="peak", eps=0.5, time_limit=30)
+    assert r.status == "optimal"
+    assert r.compute <= 1.5 * g.total_cost() + 1e-9
+    c = solve_remat(g, r.peak, method="cp", cap=1, objective="compute", time_limit=30)
+    assert c.status == "optimal" and c.compute <= r.compute + 1e-9
+    # one byte less is infeasible within the same compute limit
+    if r.peak > 1:
+        c2 = solve_remat(g, r.peak - 1, method="cp", cap=1, objective="compute", time_limit=30)
+        assert c2.status == "infeasible" or c2.compute > 1.5 * g.total_cost() + 1e-9
+
+
+@settings(max_examples=20, **SET)
+@given(small_graph(max_n=5), st.floats(0.5, 1.0))
+def test_infeasible_budget_is_a_result_with_a_reason(g, ratio):
+    B = resolve_budget(g, ratio)
+    why = local_infeasibility(g, B)
+    r = solve_remat(g, B, method="cp", cap=1, time_limit=30)
+    if why:
+        assert r.status == "infeasible" and r.message == why
+    assert r.status in ("optimal", "infeasible")
