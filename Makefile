@@ -15,7 +15,7 @@ $(BIN)/memsched: pyproject.toml
 venv: $(BIN)/memsched
 
 demo: venv
-	$(BIN)/memsched crosscheck instances/shipped/unet_small.json
+	$(BIN)/memsched crosscheck instances/shipped/unet_small.json --time-limit 10
 
 test: venv
 	$(BIN)/python -m pytest -q -n 2
