@@ -1,0 +1,591 @@
+"""Import a PyTorch model into a memsched Graph via torch.fx, and run reordered FX programs.
+
+:func:`import_model` traces ``model(*example_inputs)`` with ``make_fx`` into an
+ATen-level FX graph (for ``training=True`` the joint forward + backward graph of
+``loss = sum(outputs)``, returning the loss and every parameter's gradient), runs
+it once on the example inputs, and builds a :class:`formulations.Graph`:
+
+* every FX node that allocates is an operator, named after the node; each distinct
+  output storage is a tensor whose size is the storage's byte size measured on the
+  real run (shape propagation on real values);
+* nodes whose outputs share storage with an input (views: ``view``, ``t``,
+  ``expand``, ``detach``, ``_unsafe_view``, ...) are not operators: their consumers
+  read the base tensor, and the emitted program recomputes the view inline in
+  the consuming statement (views are free and allocate nothing);
+* ``getitem`` nodes select one output of a multi-output operator;
+* in-place ATen ops (``relu_``...) are rewritten to their out-of-place form when
+  the mutated value has no later reader (else the import refuses, naming the node);
+* placeholders are graph inputs; parameters and buffers are pinned; the model's
+  example inputs are not pinned (the program may drop them after their last use);
+* the FX graph's outputs are the required outputs;
+* an operator's cost is its FLOP count (``torch.utils.flop_counter``), or the number
+  of output elements for ops without a FLOP formula;
+* an operator's workspace is measured: the high-water mark of the allocator during
+  the op above its outputs' bytes (e.g. a convolution's scratch buffers).
+
+:func:`emit_fx_program` writes a standalone program that runs any valid schedule of
+that Graph (reordered, recomputing) by calling the ATen ops directly, with ``del``
+for every free, and measures the realized peak with the allocator's profiler events
+(as :mod:`solvers.executors` does); :func:`run_fx_schedule` runs it and returns the
+same keys as :func:`solvers.executors.run_schedule`.
+
+torch is imported lazily; everything here needs ``pip install 'memsched[torch]'``.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+
+from formulations import Graph, MemschedError, Operator, Schedule, Tensor, evaluate
+from formulations.schedule import COMPUTE
+
+__all__ = ["TorchImportError", "ImportedModel", "import_model", "emit_fx_program", "run_fx_schedule",
+           "run_fx_schedules"]
+
+
+class TorchImportError(MemschedError):
+    """The model cannot be imported (torch missing, unsupported in-place op, ...)."""
+
+
+@dataclass
+class ImportedModel:
+    graph: Graph
+    gm: object  # torch.fx.GraphModule (ATen level)
+    op_node: dict[str, str]  # operator name -> FX node name
+    placeholder_tensor: dict[str, str]  # FX placeholder name -> tensor name
+    node_tensors: dict[str, list[str | None]]  # compute node -> tensor name per output position
+    view_nodes: set[str] = field(default_factory=set)
+    input_specs: dict[str, tuple] = field(default_factory=dict)  # tensor -> (shape, dtype str, kind)
+    training: bool = False
+    multi_nodes: set[str] = field(default_factory=set)  # compute nodes returning a tuple/list
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise TorchImportError("importing a torch model needs PyTorch: pip install 'memsched[torch]'") from None
+    return torch
+
+
+def _flat_tensors(x, out=None):
+    torch = _torch()
+    out = [] if out is None else out
+    if isinstance(x, torch.Tensor):
+        out.append(x)
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            _flat_tensors(y, out)
+    return out
+
+
+def _storage_key(t):
+    return t.untyped_storage().data_ptr()
+
+
+def _storage_bytes(t) -> int:
+    return int(t.untyped_storage().nbytes())
+
+
+def _prepare_module(model, training: bool):
+    """Make the module traceable functionally: no in-place activations, no dropout, and in
+    training no running-statistics updates (a buffer mutation)."""
+    torch = _torch()
+    model.train(training)
+    for m in model.modules():
+        if hasattr(m, "inplace") and isinstance(m.inplace, bool):
+            m.inplace = False
+        if isinstance(m, torch.nn.Dropout) or type(m).__name__.startswith("Dropout"):
+            m.p = 0.0
+        if training and isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            m.track_running_stats = False
+            m.running_mean = None
+            m.running_var = None
+            m.num_batches_tracked = None
+    return model
+
+
+def _trace(model, example_inputs, training: bool):
+    torch = _torch()
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.func import functional_call
+
+    params = {k: v.detach().clone().contiguous() for k, v in model.named_parameters()}
+    buffers = {k: v.detach().clone().contiguous() for k, v in model.named_buffers() if v is not None}
+    pnames, bnames = list(params), list(buffers)
+    n_p, n_b = len(pnames), len(bnames)
+
+    def f(*flat):
+        p = dict(zip(pnames, flat[:n_p]))
+        b = dict(zip(bnames, flat[n_p:n_p + n_b]))
+        xs = flat[n_p + n_b:]
+        out = functional_call(model, {**p, **b}, tuple(xs))
+        if not training:
+            return out
+        outs = _flat_tensors(out)
+        loss = outs[0].float().sum()
+        for o in outs[1:]:
+            loss = loss + o.float().sum()
+        grads = torch.autograd.grad(loss, list(p.values()), allow_unused=True)
+        return (loss, *[g for g in grads if g is not None])  # unused parameters have no gradient
+
+    xs = [x.detach().clone().contiguous() for x in example_inputs]
+    args = ([v.requires_grad_(training) for v in params.values()] + list(buffers.values()) + xs)
+    ctx = torch.enable_grad() if training else torch.no_grad()
+    with ctx:
+        gm = make_fx(f)(*args)
+    kinds = ["param"] * n_p + ["buffer"] * n_b + ["input"] * len(xs)
+    labels = pnames + bnames + [f"input{k}" for k in range(len(xs))]
+    values = [a.detach() for a in args]
+    return gm, values, kinds, labels
+
+
+def _is_alias_op(n) -> bool:
+    torch = _torch()
+    if n.op != "call_function":
+        return False
+    if n.target is operator.getitem:
+        return _is_alias_op(n.args[0])
+    if not isinstance(n.target, torch._ops.OpOverload):
+        return False
+    rets = n.target._schema.returns
+    return bool(rets) and all(r.alias_info is not None and not r.alias_info.is_write for r in rets)
+
+
+def _alias_family(node) -> set:
+    """``node``'s storage root and every FX node that is a view of it (transitively)."""
+    root = node
+    while _is_alias_op(root) and root.args and hasattr(root.args[0], "op"):
+        root = root.args[0]
+    fam, todo = {root}, [root]
+    while todo:
+        a = todo.pop()
+        for u in a.users:
+            if u not in fam and _is_alias_op(u) and u.args and u.args[0] is a:
+                fam.add(u)
+                todo.append(u)
+    return fam
+
+
+def _functionalize_inplace(gm) -> None:
+    """Rewrite in-place ATen ops to out-of-place ones when the mutated value is not read later."""
+    torch = _torch()
+    nodes = list(gm.graph.nodes)
+    pos = {n: k for k, n in enumerate(nodes)}
+    for n in nodes:
+        if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload):
+            continue
+        schema = n.target._schema
+        writes = [a for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+        if not writes:
+            continue
+        if writes[0].name == "self" and schema.name.endswith("_"):
+            base = n.args[0]
+            family = _alias_family(base)
+            later = [u for a in family for u in a.users if u is not n and pos[u] > pos[n]]
+            if later:
+                raise TorchImportError(f"FX node {n.name!r} ({n.target}): in-place update of {base.name!r}, "
+                                       f"which {later[0].name!r} reads later; cannot make it functional")
+            packet = n.target.overloadpacket
+            fname = packet.__name__.rstrip("_")
+            fpacket = getattr(torch.ops.aten, fname, None)
+            overload = getattr(fpacket, n.target._overloadname, None) if fpacket is not None else None
+            if overload is None:
+                raise TorchImportError(f"FX node {n.name!r}: in-place op {n.target} has no out-of-place form")
+            n.target = overload
+        else:
+            raise TorchImportError(f"FX node {n.name!r}: op {n.target} writes to an argument (out= variant?)")
+    gm.graph.lint()
+    gm.recompile()
+
+
+def _node_flops(target, args, kwargs) -> int:
+    torch = _torch()
+    from torch.utils.flop_counter import FlopCounterMode
+
+    try:
+        with FlopCounterMode(display=False) as fc:
+            target(*args, **kwargs)
+        return int(fc.get_total_flops())
+    except Exception:  # a FLOP count is best effort
+        return 0
+
+
+def import_model(model, example_inputs, *, training: bool = False, name: str | None = None,
+                 measure_workspace: bool = True, threads: int = 1) -> ImportedModel:
+    """Trace ``model`` on ``example_inputs`` (a tuple of tensors) into a memsched Graph.
+    See the module docstring. Deterministic for a fixed model and inputs."""
+    torch = _torch()
+    from torch.fx.node import map_arg
+
+    torch.set_num_threads(threads)
+    model = _prepare_module(model, training)
+    example_inputs = tuple(example_inputs)
+    gm, values, kinds, labels = _trace(model, example_inputs, training)
+    _functionalize_inplace(gm)
+    name = name or f"{type(model).__name__}{'_train' if training else ''}"
+
+    env: dict = {}
+    storage_tensor: dict[int, str] = {}  # storage ptr -> tensor name (live storages)
+    tensors: list[Tensor] = []
+    ops: list[Operator] = []
+    pinned: set[str] = set()
+    op_node: dict[str, str] = {}
+    node_tensors: dict[str, list] = {}
+    placeholder_tensor: dict[str, str] = {}
+    view_nodes: set[str] = set()
+    multi_nodes: set[str] = set()
+    input_specs: dict[str, tuple] = {}
+    alias_of: dict[str, object] = {}  # view / getitem node -> per-position tensor names
+    ph = 0
+    outputs: list[str] = []
+
+    def tensor_names_of(arg) -> list[str]:
+        names: list[str] = []
+
+        def visit(a):
+            if hasattr(a, "name") and a.name in alias_of:
+                for t in alias_of[a.name]:
+                    if t is not None and t not in names:
+                        names.append(t)
+            return a
+        map_arg(arg, visit)
+        return names
+
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            v = values[ph]
+            tname = n.name
+            tensors.append(Tensor(tname, _storage_bytes(v)))
+            if kinds[ph] != "input":
+                pinned.add(tname)
+            input_specs[tname] = (tuple(v.shape), str(v.dtype).replace("torch.", ""), kinds[ph], labels[ph])
+            placeholder_tensor[n.name] = tname
+            storage_tensor[_storage_key(v)] = tname
+            alias_of[n.name] = [tname]
+            env[n.name] = v
+            ph += 1
+            continue
+        if n.op == "output":
+            for t in tensor_names_of(n.args[0]):
+                if t not in outputs:
+                    outputs.append(t)
+            continue
+        if n.op != "call_function":
+            raise TorchImportError(f"FX node {n.name!r}: unsupported node kind {n.op!r}")
+        args = map_arg(n.args, lambda a: env[a.name])
+        kwargs = map_arg(n.kwargs, lambda a: env[a.name])
+        if n.target is operator.getitem:
+            src = n.args[0]
+            val = args[0][args[1]]
+            env[n.name] = val
+            per = alias_of[src.name]
+            if src.name in node_tensors:  # item of a multi-output operator
+                alias_of[n.name] = [node_tensors[src.name][args[1]]]
+            else:  # item of a view's result: aliases whatever the view aliases
+                alias_of[n.name] = list(per)
+            continue
+        in_tensors = tensor_names_of((n.args, n.kwargs))
+        in_storages = {_storage_key(t) for t in _flat_tensors([args, list(kwargs.values())])}
+        before = None
+        if measure_workspace:
+            before = _alloc_probe_start()
+        val = n.target(*args, **kwargs)
+        trans = _alloc_probe_stop(before) if measure_workspace else None
+        env[n.name] = val
+        outs = _flat_tensors(val)
+        aliased = [o for o in outs if _storage_key(o) in in_storages and o.untyped_storage().nbytes() > 0]
+        fresh = [o for o in outs if not (_storage_key(o) in in_storages and o.untyped_storage().nbytes() > 0)]
+        if outs and not fresh:
+            # a view: consumers read the base tensors
+            view_nodes.add(n.name)
+            alias_of[n.name] = [storage_tensor[_storage_key(o)] for o in aliased]
+            continue
+        if aliased:
+            raise TorchImportError(f"FX node {n.name!r} ({n.target}): returns both views and new tensors")
+        # an allocating operator: one tensor per distinct output storage
+        per_pos: list[str | None] = []
+        out_names: list[str] = []
+        items = val if isinstance(val, (list, tuple)) else [val]
+        multi = isinstance(val, (list, tuple))
+        for k, item in enumerate(items):
+            if not isinstance(item, torch.Tensor):
+                per_pos.append(None)
+                continue
+            key = _storage_key(item)
+            if key in storage_tensor and storage_tensor[key] in out_names:
+                per_pos.append(storage_tensor[key])
+                continue
+            tname = f"{n.name}.{k}" if multi else n.name
+            tensors.append(Tensor(tname, _storage_bytes(item)))
+            storage_tensor[key] = tname
+            out_names.append(tname)
+            per_pos.append(tname)
+        if not out_names:  # no tensor result: give it an empty output so it is an operator
+            tname = f"{n.name}.none"
+            tensors.append(Tensor(tname, 0))
+            out_names.append(tname)
+        out_bytes = sum(_storage_bytes(o) for o in fresh)
+        ws = 0
+        if trans is not None:
+            ws = max(0, trans[0] - out_bytes)
+        flops = _node_flops(n.target, args, kwargs)
+        cost = float(flops) if flops > 0 else float(sum(o.numel() for o in fresh) or 1)
+        ops.append(Operator(n.name, tuple(in_tensors), tuple(out_names), cost, ws))
+        op_node[n.name] = n.name
+        node_tensors[n.name] = per_pos
+        if multi:
+            multi_nodes.add(n.name)
+        alias_of[n.name] = per_pos if multi else [per_pos[0]]
+    meta = {"source": "torch.fx make_fx (ATen)", "model": type(model).__name__, "training": training,
+            "input_specs": {k: list(v) for k, v in input_specs.items()}, "fx_view_nodes": len(view_nodes),
+            "cost_unit": "FLOPs (output elements for ops without a FLOP formula)",
+            "workspace": "measured allocator high-water mark above the outputs"}
+    g = Graph(ops, tensors, pinned=frozenset(pinned), outputs=tuple(outputs), order=tuple(o.name for o in ops),
+              name=name, meta=meta)
+    return ImportedModel(g, gm, op_node, placeholder_tensor, node_tensors, view_nodes, input_specs, training,
+                         multi_nodes)
+
+
+# ---------------------------------------------------------------- allocator probe
+_PROBE: dict = {}
+
+
+def _alloc_probe_start():
+    torch = _torch()
+    from torch._C._profiler import ProfilerActivity, _ExperimentalConfig
+    from torch.autograd import ProfilerConfig, ProfilerState, _enable_profiler, _prepare_profiler
+
+    cfg = ProfilerConfig(ProfilerState.KINETO, False, True, False, False, False, _ExperimentalConfig())
+    _prepare_profiler(cfg, {ProfilerActivity.CPU})
+    _enable_profiler(cfg, {ProfilerActivity.CPU})
+    return True
+
+
+def _alloc_probe_stop(_):
+    """(high-water mark above the start, net change) of the CPU allocator during the probe."""
+    from torch.autograd import _disable_profiler
+
+    res = _disable_profiler()
+    ev = []
+
+    def walk(node):
+        f = node.extra_fields
+        if type(f).__name__ == "_ExtraFields_Allocation":
+            ev.append((node.start_time_ns, int(f.alloc_size)))
+        for c in node.children:
+            walk(c)
+    for r in res.experimental_event_tree():
+        walk(r)
+    ev.sort()
+    cur = hi = 0
+    for _, d in ev:
+        cur += d
+        hi = max(hi, cur)
+    return hi, cur
+
+
+# ---------------------------------------------------------------- program emission
+def _lit(x) -> str:
+    torch = _torch()
+    if isinstance(x, bool) or x is None or isinstance(x, (int, str)):
+        return repr(x)
+    if isinstance(x, float):
+        if math.isinf(x):
+            return "float('inf')" if x > 0 else "float('-inf')"
+        if math.isnan(x):
+            return "float('nan')"
+        return repr(x)
+    if isinstance(x, torch.dtype):
+        return str(x)
+    if isinstance(x, torch.device):
+        return f"torch.device({str(x)!r})"
+    if isinstance(x, (torch.memory_format, torch.layout)):
+        return str(x)
+    if isinstance(x, (list, tuple)):
+        inner = ", ".join(_lit(y) for y in x)
+        return f"[{inner}]" if isinstance(x, list) else f"({inner}{',' if len(x) == 1 else ''})"
+    raise TorchImportError(f"cannot write literal {x!r} of type {type(x).__name__} into the program")
+
+
+def _target_expr(target) -> str:
+    if target is operator.getitem:
+        return "operator.getitem"
+    s = str(target)  # e.g. aten.convolution.default
+    if not s.startswith(("aten.", "prims.")):
+        raise TorchImportError(f"cannot emit a call to {target!r}")
+    return "torch.ops." + s
+
+
+_FX_PRELUDE = r'''
+import hashlib, json, operator, time
+import torch
+from torch._C._profiler import ProfilerActivity, _ExperimentalConfig
+from torch.autograd import ProfilerConfig, ProfilerState, _disable_profiler, _enable_profiler, _prepare_profiler
+
+torch.set_num_threads(THREADS)
+_GEN = torch.Generator().manual_seed(0)
+
+
+def _gen(shape, dtype, seed):
+    """A deterministic input: normal(0, 0.1) floats, zeros otherwise (one allocation)."""
+    dt = getattr(torch, dtype)
+    if dt.is_floating_point:
+        _GEN.manual_seed(seed)
+        t = torch.empty(shape, dtype=dt)
+        t.normal_(0.0, 0.1, generator=_GEN)
+        return t
+    return torch.zeros(shape, dtype=dt)
+
+
+def _walk(node, out):
+    f = node.extra_fields
+    if type(f).__name__ == "_ExtraFields_Allocation":
+        out.append((node.start_time_ns, f))
+    for c in node.children:
+        _walk(c, out)
+
+
+def _start():
+    cfg = ProfilerConfig(ProfilerState.KINETO, False, True, False, False, False, _ExperimentalConfig())
+    _prepare_profiler(cfg, {ProfilerActivity.CPU})
+    _enable_profiler(cfg, {ProfilerActivity.CPU})
+
+
+def _finish():
+    result = _disable_profiler()
+    allocs = []
+    for root in result.experimental_event_tree():
+        _walk(root, allocs)
+    allocs.sort(key=lambda tf: tf[0])
+    base = int(allocs[0][1].total_allocated) - int(allocs[0][1].alloc_size) if allocs else 0
+    peak = max([0] + [int(f.total_allocated) - base for _, f in allocs])
+    return {"realized_peak": peak, "allocation_events": len(allocs),
+            "measure": "torch.profiler allocation events, max total_allocated"}
+
+
+def _hash(t):
+    import numpy as np
+    a = np.ascontiguousarray(t.detach().cpu().reshape(-1).view(torch.uint8).numpy() if t.numel() else np.zeros(0, np.uint8))
+    return hashlib.sha256(memoryview(a)).hexdigest()
+'''
+
+
+def emit_fx_program(imp: ImportedModel, schedule: Schedule, *, threads: int = 1) -> str:
+    """Standalone program running ``schedule`` (of ``imp.graph``) by calling the ATen ops of
+    the FX graph; prints ``MEMSCHED-RESULT {json}`` with realized_peak and output hashes."""
+    g = imp.graph
+    evaluate(g, schedule)
+    nodes = {n.name: n for n in imp.gm.graph.nodes}
+    tvar = {t.name: f"T{j}" for j, t in enumerate(g.tensors)}
+    from torch.fx.node import map_arg
+
+    def expr(a) -> str:
+        """Expression for an FX argument in terms of resident tensors (views inlined)."""
+        if not hasattr(a, "op"):
+            if isinstance(a, (list, tuple)):
+                inner = ", ".join(expr(y) for y in a)
+                return f"[{inner}]" if isinstance(a, list) else f"({inner}{',' if len(a) == 1 else ''})"
+            if isinstance(a, dict):
+                return "{" + ", ".join(f"{k!r}: {expr(v)}" for k, v in a.items()) + "}"
+            return _lit(a)
+        if a.op == "placeholder":
+            return tvar[imp.placeholder_tensor[a.name]]
+        if a.target is operator.getitem and a.args[0].name in imp.node_tensors:
+            t = imp.node_tensors[a.args[0].name][a.args[1]]
+            return tvar[t] if t is not None else "None"
+        if a.target is operator.getitem:
+            return f"{expr(a.args[0])}[{a.args[1]}]"
+        if a.name in imp.view_nodes:
+            return call(a)
+        if a.name in imp.node_tensors:
+            t = imp.node_tensors[a.name][0]
+            return tvar[t]
+        raise TorchImportError(f"FX node {a.name!r}: cannot express")
+
+    def call(n) -> str:
+        args = ", ".join(expr(x) for x in n.args)
+        kw = "".join(f", {k}={expr(v)}" for k, v in n.kwargs.items())
+        if not n.args:
+            kw = kw[2:]
+        return f"{_target_expr(n.target)}({args}{kw})"
+
+    lines = [
+        "#!/usr/bin/env python3",
+        f'"""memsched emitted FX program: model {g.name!r}, {g.n_ops} operators, {len(schedule.events)} events.',
+        'Runs the schedule by calling ATen ops; prints MEMSCHED-RESULT {json}."""',
+        _FX_PRELUDE.replace("THREADS", str(int(threads))),
+        "def main():",
+        "    _start()",
+        "    _t0 = time.perf_counter()",
+    ]
+    body = lines.append
+    for k, j in enumerate(g.input_idx):
+        t = g.tensors[j]
+        shape, dtype, kind, label = imp.input_specs[t.name]
+        body(f"    {tvar[t.name]} = _gen({tuple(shape)!r}, {dtype!r}, {k})  # {kind} {label}")
+    for k, (kind, x) in enumerate(schedule.events):
+        if kind == COMPUTE:
+            op = g.ops[x]
+            n = nodes[imp.op_node[op.name]]
+            per = imp.node_tensors[n.name]
+            if n.name not in imp.multi_nodes and per[0] is not None:
+                body(f"    {tvar[per[0]]} = {call(n)}")
+            else:
+                body(f"    _r = {call(n)}")
+                seen = set()
+                for pos, t in enumerate(per):
+                    if t is not None and t not in seen:
+                        seen.add(t)
+                        body(f"    {tvar[t]} = _r[{pos}]")
+                for t in op.outputs:
+                    if t not in seen:  # an operator without tensor result
+                        body(f"    {tvar[t]} = None")
+                body("    del _r")
+        else:
+            body(f"    del {tvar[g.tensors[x].name]}")
+    body("    _wall = time.perf_counter() - _t0")
+    body("    res = _finish()")
+    body("    res['wall_s'] = _wall")
+    out_node = next(n for n in imp.gm.graph.nodes if n.op == "output")
+    body("    hashes = {}")
+    for k, a in enumerate(_flat_nodes(out_node.args[0])):
+        body(f"    hashes['out{k}'] = _hash({expr(a)})")
+    body("    res['output_hashes'] = hashes")
+    body("    res['output_hash'] = hashlib.sha256(''.join('%s:%s\\n' % kv for kv in sorted(hashes.items())).encode()).hexdigest()")
+    body("    res['recompute_mismatch'] = []")
+    body("    return res")
+    lines += ["", "", "def run():", "    return main()", "", "",
+              'if __name__ == "__main__":', '    print("MEMSCHED-RESULT " + json.dumps(run()))']
+    return "\n".join(lines) + "\n"
+
+
+def _flat_nodes(a) -> list:
+    if isinstance(a, (list, tuple)):
+        out = []
+        for y in a:
+            out += _flat_nodes(y)
+        return out
+    return [a] if hasattr(a, "op") else []
+
+
+def run_fx_schedules(imp: ImportedModel, schedules: list[Schedule], *, timeout: float = 600.0) -> list[dict]:
+    """Emit and run several schedules of an imported model in one subprocess; per schedule
+    return modeled_peak, realized_peak, output_hash, backend "torch-fx", device "cpu", wall_s."""
+    from solvers.executors.runner import run_programs
+
+    srcs = [emit_fx_program(imp, s) for s in schedules]
+    res = run_programs(srcs, timeout=timeout)
+    out = []
+    for s, r in zip(schedules, res):
+        ev = evaluate(imp.graph, s)
+        out.append({"graph": imp.graph.name, "modeled_peak": ev.peak, "realized_peak": r["realized_peak"],
+                    "output_hash": r["output_hash"], "backend": "torch-fx", "device": "cpu", "wall_s": r["wall_s"],
+                    "difference": r["realized_peak"] - ev.peak, "recomputations": ev.recomputations,
+                    "output_hashes": r["output_hashes"], "measure": r["measure"]})
+    return out
+
+
+def run_fx_schedule(imp: ImportedModel, schedule: Schedule, *, timeout: float = 600.0) -> dict:
+    return run_fx_schedules(imp, [schedule], timeout=timeout)[0]

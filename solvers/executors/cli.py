@@ -1,0 +1,104 @@
+"""``memsched emit`` and ``memsched run``: thin command bodies over the executors."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from formulations import Graph, MemschedError, Schedule
+
+from .arena import plan_arena
+from .emit import emit_program
+from .runner import DEFAULT_MAX_BYTES, ExecError, check_backend, run_schedule, scaled_graph
+
+__all__ = ["emit", "run", "schedule_for"]
+
+
+def schedule_for(graph: Graph, method: str = "given", *, time_limit: float = 60.0) -> tuple[Schedule, str]:
+    """The schedule that ``--method`` names: ``given`` (the program's order), any ordering
+    heuristic of ``memsched order`` (dfs, bfs, lpmf, greedy, liu, best) or ``exact`` (CP-SAT).
+    Returns (schedule, description)."""
+    if method == "given":
+        return Schedule.from_order(graph, graph.given_order()), "given order"
+    from solvers import ordering
+
+    res = ordering.solve_order(graph, method=method, exact=(method == "exact"), time_limit=time_limit, workers=1)
+    if res.schedule is None:
+        raise ExecError(f"--method {method}: the solver returned no schedule ({res.status})")
+    return res.schedule, f"{method} ({res.status})"
+
+
+def _schedule(args, graph: Graph) -> tuple[Schedule, str]:
+    if getattr(args, "schedule", None):
+        from instances import load_schedule
+
+        return load_schedule(graph, args.schedule), f"schedule file {args.schedule}"
+    return schedule_for(graph, getattr(args, "method", "given") or "given",
+                        time_limit=getattr(args, "time_limit", 60.0) or 60.0)
+
+
+def _load(path) -> Graph:
+    from instances import load_graph
+
+    return load_graph(path)
+
+
+def _scale(args) -> int:
+    s = getattr(args, "scale", 1)
+    s = 1 if s is None else s
+    if s < 1:
+        raise ExecError(f"--scale must be a positive integer, got {s}")
+    return s
+
+
+def emit(args) -> int:
+    g = _load(args.graph)
+    sched, what = _schedule(args, g)
+    backend = args.backend
+    device = getattr(args, "device", "cpu") or "cpu"
+    if backend not in ("numpy", "torch"):
+        raise ExecError(f"--backend must be numpy or torch, got {backend!r}")
+    if backend == "numpy" and device != "cpu":
+        raise ExecError("--device cuda needs --backend torch")
+    g2 = scaled_graph(g, _scale(args))
+    plan = plan_arena(g2, sched) if args.arena else None
+    src = emit_program(g2, sched, backend=backend, device=device, arena=plan)
+    out = Path(args.output)
+    try:
+        out.write_text(src)
+    except OSError as e:
+        raise ExecError(f"-o {out}: cannot write: {e}") from None
+    extra = f", arena {plan.size} bytes ({plan.method}, {plan.status})" if plan else ""
+    print(f"wrote {out}: {g.name}, {what}, {len(sched)} events, backend {backend}{extra}; run: python {out}")
+    return 0
+
+
+def run(args) -> int:
+    g = _load(args.graph)
+    check_backend(args.backend, args.device)
+    sched, what = _schedule(args, g)
+    max_bytes = getattr(args, "max_bytes", DEFAULT_MAX_BYTES)
+    res = run_schedule(g, sched, backend=args.backend, device=args.device, arena=args.arena, scale=_scale(args),
+                       max_bytes=max_bytes, keep_program=getattr(args, "keep", None))
+    res["schedule"] = what
+    exact_cpu = args.device == "cpu"
+    ok = res["realized_peak"] == res["modeled_peak"] and not res["recompute_mismatch"]
+    res["match"] = ok
+    if args.json:
+        print(json.dumps(res))
+    else:
+        from memsched_cli import fmt_bytes, table
+
+        rows = [["schedule", what], ["backend / device", f"{res['backend']} / {res['device']}"],
+                ["modeled peak", fmt_bytes(res["modeled_peak"])], ["realized peak", fmt_bytes(res["realized_peak"])],
+                ["difference", str(res["difference"])]]
+        if res.get("scale", 1) != 1:
+            rows.append(["scale", f"sizes / {res['scale']} (unscaled modeled peak {fmt_bytes(res['modeled_peak_unscaled'])})"])
+        if args.arena:
+            rows.append(["arena", f"{fmt_bytes(res['arena_size'])} ({res['arena_method']}, {res['arena_status']})"])
+        rows += [["output hash", res["output_hash"]], ["wall", f"{res['wall_s']:.4f} s"], ["measured by", res["measure"]]]
+        if res["recompute_mismatch"]:
+            rows.append(["RECOMPUTE MISMATCH", ", ".join(res["recompute_mismatch"])])
+        print(table(rows, ["run", "value"]))
+        if exact_cpu and not ok:
+            print("realized peak differs from the model on CPU: this is a bug, please report it")
+    return 0 if (ok or not exact_cpu) else 1
