@@ -1,0 +1,120 @@
+"""The 3-PARTITION gadget: its YES/NO answer equals an independent brute-force
+3-partition check, YES instances carry a witness the evaluator accepts at the
+known optimum within the caps, the graph is two-terminal series-parallel
+(treewidth <= 2), and the given-order MILP referee recovers the known optimum
+(or infeasibility) on small instances."""
+from __future__ import annotations
+
+import itertools
+
+import networkx as nx
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from formulations import Schedule, evaluate
+from instances.gadgets import GadgetError, random_three_partition, three_partition_gadget, three_partition_solve
+from solvers.series_parallel import decompose_graph
+
+
+def brute_3partition(nums) -> bool:
+    """Is there a partition into triples of equal sum? (plain enumeration)"""
+    n = len(nums)
+    if n % 3:
+        return False
+    q = n // 3
+    if sum(nums) % q:
+        return False
+    T = sum(nums) // q
+
+    def rec(left: tuple) -> bool:
+        if not left:
+            return True
+        first, rest = left[0], left[1:]
+        for i, j in itertools.combinations(range(len(rest)), 2):
+            if nums[first] + nums[rest[i]] + nums[rest[j]] == T:
+                if rec(tuple(x for k, x in enumerate(rest) if k not in (i, j))):
+                    return True
+        return False
+
+    return rec(tuple(range(n)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 4), st.integers(0, 10 ** 6))
+def test_answer_matches_brute_force_on_random_instances(q, seed):
+    nums = random_three_partition(3 * q, seed)
+    g, ans = three_partition_gadget(nums, cap=1)
+    assert (ans["answer"] == "YES") == brute_3partition(nums)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 30), min_size=3, max_size=9).filter(lambda l: len(l) % 3 == 0 and sum(l) % (len(l) // 3) == 0))
+def test_solver_matches_brute_force_on_arbitrary_numbers(nums):
+    T = sum(nums) // (len(nums) // 3)
+    groups = three_partition_solve(nums)
+    if all(T / 4 < a < T / 2 for a in nums):  # 3-partition proper: groups are triples
+        assert (groups is not None) == brute_3partition(nums)
+    if groups is not None:
+        assert sorted(i for gr in groups for i in gr) == list(range(len(nums)))
+        assert all(sum(nums[i] for i in gr) == T for gr in groups)
+
+
+@pytest.mark.parametrize("cap", [1, 2, 3])
+@pytest.mark.parametrize("seed", range(6))
+def test_witness_is_valid_at_the_known_optimum(cap, seed):
+    nums = random_three_partition(6 + 3 * (seed % 2), seed)
+    g, ans = three_partition_gadget(nums, cap=cap)
+    if ans["answer"] == "NO":
+        assert ans["optimum"] is None and "witness" not in ans
+        return
+    ev = evaluate(g, Schedule.from_names(g, ans["witness"]))
+    assert ev.peak <= ans["budget"]
+    assert ev.compute == ans["optimum"] == ans["baseline_compute"] + len(nums) * cap
+    assert max(ev.compute_counts) <= 1 + cap  # the caps hold
+
+
+@pytest.mark.parametrize("cap", [1, 2])
+def test_gadget_is_series_parallel_treewidth_two(cap):
+    g, _ = three_partition_gadget(random_three_partition(9, 3), cap=cap)
+    decompose_graph(g)  # raises if not two-terminal series-parallel
+    und = nx.Graph(g.op_digraph())
+    tw, _ = nx.algorithms.approximation.treewidth_min_degree(und)
+    assert tw <= 2
+
+
+def test_peak_form_records_the_allowance():
+    g, ans = three_partition_gadget([10, 10, 10], cap=2, objective="peak")
+    assert ans["optimum"] == ans["budget"] and ans["extra_compute"] == 3 * 2
+    assert ans["eps"] * ans["baseline_compute"] == ans["extra_compute"]
+
+
+def test_bad_numbers_are_clear_errors():
+    with pytest.raises(GadgetError, match="multiple of 3"):
+        three_partition_gadget([1, 2, 3, 4])
+    with pytest.raises(GadgetError, match="#1 must be positive"):
+        three_partition_gadget([3, -1, 4])
+    with pytest.raises(GadgetError, match="cap must be an integer >= 1"):
+        three_partition_gadget([1, 1, 1], cap=0)
+
+
+# ------------------------------------------------------------ referees
+def _milp_or_skip():
+    remat = pytest.importorskip("solvers.remat")
+    g, ans = three_partition_gadget([10, 10, 10], cap=1)
+    try:
+        remat.solve_remat(g, ans["budget"], method="milp", cap=1, time_limit=10)
+    except (ImportError, NotImplementedError) as e:
+        pytest.skip(f"milp referee unavailable: {e}")
+    return remat
+
+
+@pytest.mark.parametrize("nums,cap", [([10, 10, 10], 1), ([10, 10, 10], 2), ([20, 19, 33, 22, 32, 18], 1),
+                                      ([24, 25, 27, 21, 24, 23], 1)])
+def test_milp_recovers_the_known_optimum(nums, cap):
+    remat = _milp_or_skip()
+    g, ans = three_partition_gadget(nums, cap=cap)
+    res = remat.solve_remat(g, ans["budget"], method="milp", cap=cap, time_limit=60)
+    if ans["answer"] == "YES":
+        assert res.status == "optimal" and res.compute == pytest.approx(ans["optimum"])
+    else:
+        assert res.status == "infeasible"
