@@ -1,0 +1,661 @@
+"""Lower bounds on the optimal peak of a plain operator order (no recomputation).
+
+Every bound here is a number that no topological order of the graph can beat
+under the project's memory semantics (formulations/evaluator.py, orders turned
+into schedules by ``Schedule.from_order``). Proofs: docs/bounds.md.
+
+* ``initial``: the bytes resident before the first operator (all graph inputs).
+* ``per_op``: for each operator v, its inputs + outputs + workspace + the pinned
+  and required graph inputs, which are resident whenever v runs.
+* ``trap`` (forward trap bound): when v runs, the operators already run form a
+  down-closed set S that contains every ancestor of v and no descendant of v;
+  the memory is ``resident(S) + out(v) + ws(v)`` and the minimum of
+  ``resident(S)`` over all such S is a minimum cut (a closure problem) on the
+  operators incomparable with v, solved with OR-Tools' max-flow
+  (:class:`TrapSolver`). Operators whose memory in a known order is at most the
+  best value so far are skipped. The trap value of v is exactly the least
+  memory any order has while v runs.
+* ``reverse``: the valid "seen from the end" bound (min over the up-closed sets
+  of operators from v on). It equals the forward trap value operator by operator
+  (docs/bounds.md proves this and shows why running the forward bound on the
+  *reversed graph* -- ``naive_reversed_graph_bound``, never reported -- is
+  unsound); it is computed on its own network as an independent check.
+* ``pair``: for two incomparable operators u, v, either u runs before v or after;
+  in each case both moments are trapped with the extra precedence, and the
+  bound is the smaller of the two cases' maxima. Only pairs that can raise the
+  bound are tried, within a time budget.
+* ``precedence`` (shaving with learned precedences, optional): to show that no
+  order has peak <= theta, a pair whose one order already forces a trap above
+  theta gets the opposite precedence; traps are recomputed with the learned
+  precedences until one exceeds theta (proof) or nothing changes
+  (:func:`precedence_refutes`, :func:`precedence_bound`).
+
+``bound_report(graph)`` runs them all and returns
+``{"lower_bound": best, "bounds": {name: {"value": v, "wall_s": s}}}``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from formulations import Graph
+
+__all__ = [
+    "Reach", "reachability", "initial_bound", "per_op_bound", "TrapSolver", "trap_solver", "step_memory",
+    "trap_values", "trap_bound", "reverse_trap_value", "reverse_bound", "naive_reversed_graph_bound",
+    "pair_bound", "precedence_refutes", "precedence_bound",
+    "bound_report", "format_report",
+]
+
+
+# ----------------------------------------------------------------- structure
+@dataclass
+class Reach:
+    """Ancestor / descendant sets of every operator as Python-int bitmasks."""
+
+    topo: list[int]
+    anc: list[int]
+    desc: list[int]
+
+    def n_anc(self, v: int) -> int:
+        return self.anc[v].bit_count()
+
+    def n_desc(self, v: int) -> int:
+        return self.desc[v].bit_count()
+
+    def comparable(self, u: int, v: int) -> bool:
+        return bool((self.anc[v] >> u) & 1 or (self.desc[v] >> u) & 1)
+
+
+def reachability(g: Graph) -> Reach:
+    """Ancestors and descendants of every operator, O(n * edges / 64)."""
+    cached = getattr(g, "_memsched_reach", None)
+    if cached is not None:
+        return cached
+    topo = g.topological_order()
+    pred, succ = g.op_pred(), g.op_succ()
+    n = g.n_ops
+    anc = [0] * n
+    for v in topo:
+        a = 0
+        for p in pred[v]:
+            a |= anc[p] | (1 << p)
+        anc[v] = a
+    desc = [0] * n
+    for v in reversed(topo):
+        d = 0
+        for s in succ[v]:
+            d |= desc[s] | (1 << s)
+        desc[v] = d
+    r = Reach(topo, anc, desc)
+    g._memsched_reach = r
+    return r
+
+
+def _kept(g: Graph) -> frozenset[int]:
+    return g.pinned_idx | g.output_idx
+
+
+def initial_bound(g: Graph) -> int:
+    """Memory of the initial state: every graph input is resident before the first event."""
+    return sum(g.size[j] for j in g.input_idx)
+
+
+def _always_resident(g: Graph) -> set[int]:
+    """Graph inputs that are never freed (pinned or required): resident at every moment."""
+    kept = _kept(g)
+    return {j for j in g.input_idx if j in kept}
+
+
+def per_op_bound(g: Graph) -> int:
+    """max over operators of inputs + outputs + workspace + the never-freed graph inputs,
+    and the initial state."""
+    always = _always_resident(g)
+    c = sum(g.size[j] for j in always)
+    best = initial_bound(g)
+    for v in range(g.n_ops):
+        s = c + g.workspace[v]
+        for j in g.op_in[v]:
+            if j not in always:
+                s += g.size[j]
+        for j in g.op_out[v]:
+            s += g.size[j]
+        best = max(best, s)
+    return best
+
+
+# ------------------------------------------------------------------ min cuts
+def _mask_to_bool(m: int, n: int) -> np.ndarray:
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    b = np.frombuffer(m.to_bytes((n + 7) // 8, "little"), dtype=np.uint8)
+    return np.unpackbits(b, bitorder="little")[:n].astype(bool)
+
+
+class TrapSolver:
+    """Minimum of ``resident(S)`` over down-closed operator sets S with prescribed
+    members and non-members, as a minimum cut (a closure problem).
+
+    ``resident(S)`` is the memory held right after the operators of S ran (frees after
+    last use): a tensor counts if it was produced in S (or is a graph input) and is
+    pinned, required, or still has a consumer outside S.
+
+    For each query the operators split into IN (forced into S: the ancestors of the
+    forced ones), OUT (forced out: the descendants) and the free ones F; only F gets
+    nodes. Network (source side = S): op node x_u for u in F (1 = u in S); tensor
+    node z_t (1 = every consumer of t ran) for each non-kept tensor whose consumers are
+    not all decided. Arcs: u -> sink with the bytes of u's outputs that may stay
+    resident; source -> z_t (size t); z_t -> c for each free consumer c (inf);
+    c -> p for free c and free predecessor p (inf: down-closure). Then
+    ``resident(S) = cut + const`` where const counts the tensors decided by IN/OUT
+    alone and subtracts the bytes of free-produced tensors that own a z node.
+    The network of a query is built with numpy and solved with OR-Tools' max-flow.
+    """
+
+    def __init__(self, g: Graph):
+        self.g = g
+        n, nt = g.n_ops, g.n_tensors
+        self.n = n
+        self.reach = reachability(g)
+        kept = _kept(g)
+        self.t_prod = np.array(g.producer, dtype=np.int64)
+        self.t_size = np.array(g.size, dtype=np.int64)
+        self.t_kept = np.zeros(nt, dtype=bool)
+        for j in kept:
+            self.t_kept[j] = True
+        ent_t, ent_c = [], []
+        for j in range(nt):
+            for c in g.consumers[j]:
+                ent_t.append(j)
+                ent_c.append(c)
+        self.ent_t = np.array(ent_t, dtype=np.int64)
+        self.ent_c = np.array(ent_c, dtype=np.int64)
+        self.t_ncons = np.bincount(self.ent_t, minlength=nt) if ent_t else np.zeros(nt, dtype=np.int64)
+        ec, ep = [], []
+        for c, ps in enumerate(g.op_pred()):
+            for p in ps:
+                ec.append(c)
+                ep.append(p)
+        self.e_child = np.array(ec, dtype=np.int64)
+        self.e_par = np.array(ep, dtype=np.int64)
+        self.INF = int(self.t_size.sum()) * 2 + 1
+        self.run = [sum(g.size[j] for j in g.op_out[v]) + g.workspace[v] for v in range(n)]
+        self.n_solves = 0
+
+    def closure_in(self, m: int) -> int:
+        anc = self.reach.anc
+        out = m
+        mm = m
+        while mm:
+            b = mm & -mm
+            out |= anc[b.bit_length() - 1]
+            mm ^= b
+        return out
+
+    def closure_out(self, m: int) -> int:
+        desc = self.reach.desc
+        out = m
+        mm = m
+        while mm:
+            b = mm & -mm
+            out |= desc[b.bit_length() - 1]
+            mm ^= b
+        return out
+
+    def min_resident_masks(self, in_mask: int, out_mask: int, want_set: bool = False):
+        """min resident(S) over down-closed S ⊇ in_mask with S ∩ out_mask = ∅; the masks
+        must already be closed (ancestors / descendants). None if they intersect."""
+        from ortools.graph.python import max_flow
+
+        if in_mask & out_mask:
+            return (None, None) if want_set else None
+        n = self.n
+        st = np.ones(n + 1, dtype=np.int8)  # 0 = IN, 1 = free, 2 = OUT; index n = graph input
+        st[:n][_mask_to_bool(in_mask, n)] = 0
+        st[:n][_mask_to_bool(out_mask, n)] = 2
+        st[n] = 0
+        prod = np.where(self.t_prod < 0, n, self.t_prod)
+        pst = st[prod]
+        cst = st[self.ent_c]
+        nt = len(self.t_size)
+        cnt_out = np.bincount(self.ent_t, weights=(cst == 2), minlength=nt) if len(cst) else np.zeros(nt)
+        cnt_free = np.bincount(self.ent_t, weights=(cst == 1), minlength=nt) if len(cst) else np.zeros(nt)
+        size, kept = self.t_size, self.t_kept
+        stay = kept | (cnt_out > 0)  # resident for sure once produced (if produced in S)
+        const = int(size[(pst == 0) & stay].sum())
+        znode_t = (~stay) & (cnt_free > 0) & (pst <= 1)
+        prod_free = pst == 1
+        pay = prod_free & (stay | znode_t)
+        const -= int(size[prod_free & znode_t].sum())
+        free_ops = np.nonzero(st[:n] == 1)[0]
+        if len(free_ops) == 0:
+            res = const
+            return (res, self._mask_set(in_mask)) if want_set else res
+        node = np.full(n, -1, dtype=np.int64)
+        node[free_ops] = np.arange(2, 2 + len(free_ops))
+        zt = np.nonzero(znode_t)[0]
+        znode = np.full(nt, -1, dtype=np.int64)
+        znode[zt] = np.arange(2 + len(free_ops), 2 + len(free_ops) + len(zt))
+        INF = self.INF
+        tails, heads, caps = [], [], []
+        # op -> sink
+        w = np.bincount(prod[pay], weights=size[pay], minlength=n + 1)[:n] if pay.any() else np.zeros(n)
+        fo = free_ops[w[free_ops] > 0]
+        tails.append(node[fo]); heads.append(np.ones(len(fo), dtype=np.int64)); caps.append(w[fo].astype(np.int64))
+        # source -> z
+        tails.append(np.zeros(len(zt), dtype=np.int64)); heads.append(znode[zt]); caps.append(size[zt])
+        # z -> free consumer
+        sel = znode_t[self.ent_t] & (cst == 1)
+        tails.append(znode[self.ent_t[sel]]); heads.append(node[self.ent_c[sel]])
+        caps.append(np.full(int(sel.sum()), INF, dtype=np.int64))
+        # closure among free ops
+        if len(self.e_child):
+            sel = (st[self.e_child] == 1) & (st[self.e_par] == 1)
+            tails.append(node[self.e_child[sel]]); heads.append(node[self.e_par[sel]])
+            caps.append(np.full(int(sel.sum()), INF, dtype=np.int64))
+        mf = max_flow.SimpleMaxFlow()
+        mf.add_arcs_with_capacity(np.concatenate(tails).astype(np.int32), np.concatenate(heads).astype(np.int32),
+                                  np.concatenate(caps).astype(np.int64))
+        status = mf.solve(0, 1)
+        self.n_solves += 1
+        if status != mf.OPTIMAL:  # pragma: no cover
+            raise RuntimeError(f"max-flow failed with status {status}")
+        res = int(mf.optimal_flow()) + const
+        if not want_set:
+            return res
+        side = set(self._mask_set(in_mask))
+        inv = {int(k): int(u) for u, k in zip(free_ops, node[free_ops])}
+        side.update(inv[x] for x in mf.get_source_side_min_cut() if x in inv)
+        return res, side
+
+    @staticmethod
+    def _mask_set(m: int) -> set[int]:
+        out = set()
+        while m:
+            b = m & -m
+            out.add(b.bit_length() - 1)
+            m ^= b
+        return out
+
+    def trap(self, v: int, extra_in: int = 0, extra_out: int = 0, want_set: bool = False):
+        """Least memory while v runs, over all states with ``extra_in`` before v and
+        ``extra_out`` after v (masks of operators; closed here). None if contradictory."""
+        r = self.reach
+        fin = r.anc[v] | self.closure_in(extra_in) if extra_in else r.anc[v]
+        fout = (r.desc[v] | (1 << v)) | (self.closure_out(extra_out) if extra_out else 0)
+        out = self.min_resident_masks(fin, fout, want_set)
+        if want_set:
+            val, side = out
+            return (None if val is None else val + self.run[v]), side
+        return None if out is None else out + self.run[v]
+
+
+def trap_solver(g: Graph) -> TrapSolver:
+    ts = getattr(g, "_memsched_trap", None)
+    if ts is None:
+        ts = TrapSolver(g)
+        g._memsched_trap = ts
+    return ts
+
+
+def step_memory(g: Graph, order) -> list[int]:
+    """Memory while each operator runs in ``order`` (indexed by operator), by the evaluator."""
+    from formulations import COMPUTE, Schedule, evaluate
+
+    sched = Schedule.from_order(g, order)
+    ev = evaluate(g, sched)
+    mem = [0] * g.n_ops
+    for (kind, x), m in zip(sched.events, ev.timeline):
+        if kind == COMPUTE:
+            mem[x] = m
+    return mem
+
+
+def trap_values(g: Graph) -> list[int]:
+    """Forward trap value of every operator: the least memory any order has while v runs."""
+    ts = trap_solver(g)
+    return [ts.trap(v) for v in range(g.n_ops)]
+
+
+def trap_bound(g: Graph, orders=None, want_critical: bool = False):
+    """max(initial state, max over v of the forward trap value of v).
+
+    ``orders``: known orders; the memory of v in any order is an upper bound on v's trap
+    value, so operators whose least such memory is at most the best value found so far
+    are skipped (they cannot raise the maximum). Returns the bound, or with
+    ``want_critical`` (bound, critical operator or -1)."""
+    n = g.n_ops
+    best, crit = initial_bound(g), -1
+    if n == 0:
+        return (best, crit) if want_critical else best
+    ts = trap_solver(g)
+    if orders is None:
+        orders = [g.given_order()]
+    ub = None
+    for o in orders:
+        m = step_memory(g, o)
+        ub = m if ub is None else [min(a, b) for a, b in zip(ub, m)]
+    # the per-operator bound is a free lower bound of each trap value
+    for v in sorted(range(n), key=lambda u: -ub[u]):
+        if ub[v] <= best:
+            break
+        t = ts.trap(v)
+        if t > best:
+            best, crit = t, v
+    return (best, crit) if want_critical else best
+
+
+# ------------------------------------------------------------ reverse view
+def reverse_trap_value(g: Graph, v: int) -> int:
+    """The bound seen from the end of the schedule, computed independently of the forward
+    network: minimum over up-closed sets U (the operators from v on: v, all descendants
+    of v, no ancestor of v) of the bytes of tensors produced outside U that are kept or
+    have a consumer in U, plus v's outputs and workspace. Closure network with U on the
+    source side: u_x = 1 iff x in U; a tensor t produced by p (not kept, with consumers)
+    costs size*([some consumer in U] - [p in U]); a node w_t >= u_c for each consumer c
+    carries the first term, an arc source -> p of capacity size the second (minus a
+    constant); a kept tensor costs size*[p not in U]. Equal to the forward trap value
+    (docs/bounds.md)."""
+    from ortools.graph.python import max_flow
+
+    ts = trap_solver(g)
+    r = ts.reach
+    n = g.n_ops
+    st = np.ones(n + 1, dtype=np.int8)  # 0 = before v (out of U), 1 = free, 2 = in U; n = graph input
+    st[:n][_mask_to_bool(r.anc[v], n)] = 0
+    st[:n][_mask_to_bool(r.desc[v] | (1 << v), n)] = 2
+    st[n] = 0
+    prod = np.where(ts.t_prod < 0, n, ts.t_prod)
+    pst = st[prod]
+    cst = st[ts.ent_c]
+    nt = len(ts.t_size)
+    size, kept = ts.t_size, ts.t_kept
+    cnt_in = np.bincount(ts.ent_t, weights=(cst == 2), minlength=nt) if len(cst) else np.zeros(nt)
+    cnt_free = np.bincount(ts.ent_t, weights=(cst == 1), minlength=nt) if len(cst) else np.zeros(nt)
+    has = (size > 0) & (pst <= 1)
+    const = int(size[has & kept & (pst == 0)].sum())
+    norm = has & ~kept & (ts.t_ncons > 0)
+    const += int(size[norm & (cnt_in > 0)].sum())
+    wnode_t = norm & (cnt_in == 0) & (cnt_free > 0)
+    src_p = has & (pst == 1) & (kept | norm)  # arc source -> p of capacity size
+    const -= int(size[has & (pst == 1) & norm].sum())
+    free_ops = np.nonzero(st[:n] == 1)[0]
+    INF = ts.INF
+    val = const
+    if len(free_ops):
+        node = np.full(n + 1, -1, dtype=np.int64)
+        node[free_ops] = np.arange(2, 2 + len(free_ops))
+        wt = np.nonzero(wnode_t)[0]
+        wnode = np.full(nt, -1, dtype=np.int64)
+        wnode[wt] = np.arange(2 + len(free_ops), 2 + len(free_ops) + len(wt))
+        sp = np.nonzero(src_p)[0]
+        sel = wnode_t[ts.ent_t] & (cst == 1)
+        esel = (st[ts.e_child] == 1) & (st[ts.e_par] == 1) if len(ts.e_child) else np.zeros(0, dtype=bool)
+        tails = np.concatenate([np.zeros(len(sp), dtype=np.int64), wnode[wt], node[ts.ent_c[sel]],
+                                node[ts.e_par[esel]] if len(esel) else np.zeros(0, dtype=np.int64)])
+        heads = np.concatenate([node[prod[sp]], np.ones(len(wt), dtype=np.int64), wnode[ts.ent_t[sel]],
+                                node[ts.e_child[esel]] if len(esel) else np.zeros(0, dtype=np.int64)])
+        caps = np.concatenate([size[sp], size[wt], np.full(int(sel.sum()) + int(esel.sum()), INF, dtype=np.int64)])
+        if len(tails):
+            mf = max_flow.SimpleMaxFlow()
+            mf.add_arcs_with_capacity(tails.astype(np.int32), heads.astype(np.int32), caps.astype(np.int64))
+            mf.solve(0, 1)
+            val += int(mf.optimal_flow())
+    return val + ts.run[v]
+
+
+def reverse_bound(g: Graph, orders=None) -> int:
+    """max(initial state, max over v of the reverse trap value), skipping operators whose
+    memory in a known order is at most the best value so far (as ``trap_bound``)."""
+    n = g.n_ops
+    best = initial_bound(g)
+    if n == 0:
+        return best
+    ub = None
+    for o in (orders or [g.given_order()]):
+        m = step_memory(g, o)
+        ub = m if ub is None else [min(a, b) for a, b in zip(ub, m)]
+    for v in sorted(range(n), key=lambda u: -ub[u]):
+        if ub[v] <= best:
+            break
+        best = max(best, reverse_trap_value(g, v))
+    return best
+
+
+def naive_reversed_graph_bound(g: Graph) -> int:
+    """The UNSOUND bound: the forward trap bound of the graph with every edge reversed
+    (each operator keeping its own output size). Exposed only so that the tests and the
+    docs can show a counterexample; never part of ``bound_report``."""
+    pred = g.op_pred()
+    nodes = [(g.ops[i].name, sum(g.size[j] for j in g.op_out[i]), g.cost[i]) for i in range(g.n_ops)]
+    edges = [(g.ops[v].name, g.ops[p].name) for v in range(g.n_ops) for p in pred[v]]
+    rg = Graph.from_single_output(nodes, edges, name=g.name + "_reversed")
+    return max([initial_bound(rg)] + trap_values(rg))
+
+
+# ------------------------------------------------------------------ pairs
+def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: float = 0.3,
+               max_pairs: int | None = None) -> int:
+    """Pair trap bound: for incomparable u, v every order runs u before v or v before u;
+    with u before v the moment of v has u (and its ancestors) in its state and the moment
+    of u has v (and its descendants) outside, so that case costs at least
+    ``max(trap(v | u before), trap(u | v after))``; the bound is the smaller case, and the
+    maximum over pairs (and over ``base``, a known lower bound).
+
+    Only pairs that can raise the bound are tried: in every known order the larger of the
+    two operators' memories must exceed the current bound. Pairs are tried in decreasing
+    order of that estimate until ``time_budget`` seconds or ``max_pairs`` pairs."""
+    t0 = time.perf_counter()
+    n = g.n_ops
+    best = trap_bound(g, orders) if base is None else base
+    if n < 2:
+        return best
+    ts = trap_solver(g)
+    r = ts.reach
+    mems = [step_memory(g, o) for o in (orders or [g.given_order()])]
+    hot = [v for v in range(n) if max(m[v] for m in mems) > best]
+    cands = []
+    for a in range(len(hot)):
+        u = hot[a]
+        cu = r.anc[u] | r.desc[u]
+        for b in range(a + 1, len(hot)):
+            v = hot[b]
+            if (cu >> v) & 1:
+                continue
+            est = min(max(m[u], m[v]) for m in mems)
+            if est > best:
+                cands.append((-est, u, v))
+    cands.sort()
+    tried = 0
+    for negest, u, v in cands:
+        if -negest <= best:
+            break
+        if time.perf_counter() - t0 > time_budget or (max_pairs is not None and tried >= max_pairs):
+            break
+        tried += 1
+        cases = []
+        for first, second in ((u, v), (v, u)):
+            a1 = ts.trap(second, extra_in=1 << first)
+            if a1 is None:
+                cases.append(None)
+                continue
+            if a1 > best:
+                cases.append(a1)
+                continue
+            a2 = ts.trap(first, extra_out=1 << second)
+            cases.append(None if a2 is None else max(a1, a2))
+            if cases[-1] is not None and cases[-1] <= best:
+                break
+        vals = [c for c in cases if c is not None]
+        if len(cases) == 2 and vals:
+            best = max(best, min(vals))
+    return best
+
+
+# ----------------------------------------------------------------- report
+def _heuristic_orders(g: Graph) -> list[list[int]]:
+    """Cheap known orders used only to skip operators whose trap cannot matter."""
+    orders = [g.given_order()]
+    try:
+        from solvers.ordering_heuristics import HEURISTICS
+    except ImportError:  # pragma: no cover
+        return orders
+    for name in ("greedy", "lpmf", "dfs"):
+        f = HEURISTICS.get(name)
+        if f is not None:
+            try:
+                orders.append(f(g))
+            except Exception:  # pragma: no cover - a heuristic bug must not break the bounds
+                pass
+    return orders
+
+
+def bound_report(g: Graph, *, pair_budget: float = 0.3, shave_budget: float = 0.0) -> dict:
+    """All lower bounds with their wall times:
+    ``{"graph", "operators", "lower_bound", "bounds": {name: {"value", "wall_s"}}}``.
+    ``shave_budget`` > 0 adds the learned-precedence bound (bisection up to the best
+    heuristic order's peak) within that many seconds."""
+    out: dict = {}
+
+    def timed(name, f):
+        t = time.perf_counter()
+        v = f()
+        out[name] = {"value": int(v), "wall_s": round(time.perf_counter() - t, 6)}
+        return v
+
+    t = time.perf_counter()
+    orders = _heuristic_orders(g)
+    prep = time.perf_counter() - t
+    timed("initial", lambda: initial_bound(g))
+    timed("per_op", lambda: per_op_bound(g))
+    tr = timed("trap", lambda: trap_bound(g, orders))
+    timed("reverse", lambda: reverse_bound(g, orders))
+    pb = timed("pair", lambda: pair_bound(g, orders, base=tr, time_budget=pair_budget))
+    if shave_budget > 0 and g.n_ops:
+        ub = min(step_max for step_max in (max(step_memory(g, o)) for o in orders))
+        timed("precedence", lambda: precedence_bound(g, pb, ub, time_budget=shave_budget))
+    best = max(b["value"] for b in out.values())
+    return {"graph": g.name, "operators": g.n_ops, "lower_bound": best, "bounds": out,
+            "orders_wall_s": round(prep, 6)}
+
+
+def format_report(g: Graph, rep: dict) -> str:
+    """Human-readable table of ``bound_report``'s result."""
+    names = {"initial": "initial state (graph inputs)", "per_op": "per operator (inputs+outputs+workspace)",
+             "trap": "forward trap (min cut per operator)", "reverse": "reverse trap (min cut from the end)",
+             "pair": "pair trap (two operators, both orders)",
+             "precedence": "learned precedences (shaving)"}
+    rows = [(names.get(k, k), str(b["value"]), f"{b['wall_s']:.3f}") for k, b in rep["bounds"].items()]
+    w0 = max(len(r[0]) for r in rows + [("bound", "", "")])
+    w1 = max(len(r[1]) for r in rows + [("", "bytes", "")])
+    lines = [f"lower bounds on the optimal peak of {g.name} ({g.n_ops} operators)",
+             f"{'bound'.ljust(w0)}  {'bytes'.rjust(w1)}  wall_s",
+             f"{'-' * w0}  {'-' * w1}  ------"]
+    lines += [f"{a.ljust(w0)}  {b.rjust(w1)}  {c}" for a, b, c in rows]
+    lines.append(f"lower bound: {rep['lower_bound']}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------- learned precedences
+def precedence_refutes(g: Graph, theta: int, *, time_budget: float = 5.0, max_rounds: int = 20) -> bool | None:
+    """Shaving with learned precedences: True if it proves that no order has peak <= theta,
+    False if it found nothing more, None if the time budget ran out.
+
+    For incomparable u, v: if "u before v" forces a trap value above theta (the trap of v
+    with u and the learned predecessors of v in its state, or the trap of u with v and the
+    learned successors of u outside), then every order of peak <= theta runs v before u:
+    learn that precedence (and its transitive consequences). A trap above theta with the
+    learned precedences, or a pair refuted both ways, proves the claim. Repeats until
+    nothing new is learned (docs/bounds.md, section 4)."""
+    t0 = time.perf_counter()
+    n = g.n_ops
+    if initial_bound(g) > theta:
+        return True
+    ts = trap_solver(g)
+    r = ts.reach
+    before = list(r.anc)  # closed sets of operators known to run before v
+    after = list(r.desc)
+
+    def add_prec(a: int, b: int) -> None:  # a before b, with transitive closure
+        A = before[a] | (1 << a)
+        Bm = after[b] | (1 << b)
+        m = Bm
+        while m:
+            low = m & -m
+            x = low.bit_length() - 1
+            before[x] |= A
+            m ^= low
+        m = A
+        while m:
+            low = m & -m
+            x = low.bit_length() - 1
+            after[x] |= Bm
+            m ^= low
+
+    for _ in range(max_rounds):
+        states = {}
+        for v in range(n):
+            if time.perf_counter() - t0 > time_budget:
+                return None
+            if before[v] & after[v] or (before[v] >> v) & 1:
+                return True  # contradictory precedences: no order within theta
+            val = ts.min_resident_masks(before[v], after[v] | (1 << v), want_set=True)
+            if val[0] is None:
+                return True
+            if val[0] + ts.run[v] > theta:
+                return True
+            states[v] = val[1]
+        learned = 0
+        for u in range(n):
+            for v in range(u + 1, n):
+                if ((before[v] | after[v]) >> u) & 1:
+                    continue
+                if time.perf_counter() - t0 > time_budget:
+                    return None
+                refuted = []
+                for a, b in ((u, v), (v, u)):  # try "a before b"
+                    bad = False
+                    if a not in states[b]:
+                        x = ts.min_resident_masks(before[b] | before[a] | (1 << a), after[b] | (1 << b))
+                        bad = x is None or x + ts.run[b] > theta
+                    if not bad and b in states[a]:
+                        x = ts.min_resident_masks(before[a], after[a] | after[b] | (1 << b) | (1 << a))
+                        bad = x is None or x + ts.run[a] > theta
+                    refuted.append(bad)
+                if refuted[0] and refuted[1]:
+                    return True
+                if refuted[0]:
+                    add_prec(v, u)
+                    learned += 1
+                elif refuted[1]:
+                    add_prec(u, v)
+                    learned += 1
+        if not learned:
+            return False
+    return False
+
+
+def precedence_bound(g: Graph, lower: int, upper: int, *, time_budget: float = 5.0) -> int:
+    """Raise the proven lower bound ``lower`` (< ``upper``, a known order's peak) with
+    :func:`precedence_refutes`: galloping upwards from ``lower`` (a refutation of theta
+    proves peak >= theta + 1 and is cheap; a failure costs a full fixpoint and shrinks
+    the step)."""
+    t0 = time.perf_counter()
+    lo = lower
+    step = max(1, (upper - lower) // 64)
+    while lo < upper:
+        left = time_budget - (time.perf_counter() - t0)
+        if left <= 0:
+            break
+        th = min(lo + step - 1, upper - 1)
+        res = precedence_refutes(g, th, time_budget=left)
+        if res is True:
+            lo = th + 1
+            step *= 2
+        elif res is False and step > 1:
+            step = max(1, step // 4)
+        else:
+            break
+    return lo

@@ -1,0 +1,222 @@
+"""Property tests of the exact ordering: CP-SAT model vs the down-set DP, certificates vs
+a brute force over all topological orders, the exact decomposition into forced segments."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from formulations import evaluate, order_peak
+from formulations.cpsat_order import build_order_model, solve_order_model
+from solvers import bounds as B
+from solvers import exact_order as E
+from solvers.downset_dp import downset_dp
+from strategies import random_graphs, single_output_graphs, topological_orders
+from test_bounds_properties import brute, simulate
+
+small = st.one_of(random_graphs(max_ops=7), single_output_graphs(max_ops=8))
+medium = st.one_of(random_graphs(max_ops=12, max_fan_in=2), single_output_graphs(max_ops=12))
+
+
+def is_topo(g, order):
+    pos = {v: k for k, v in enumerate(order)}
+    return sorted(order) == list(range(g.n_ops)) and all(
+        pos[p] < pos[v] for v in range(g.n_ops) for p in g.op_pred()[v])
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(medium, st.booleans())
+def test_cpsat_equals_dp_optimum(g, with_floor):
+    r = downset_dp(g)
+    assert r.exact
+    lb = B.trap_bound(g) if with_floor else 0
+    om = build_order_model(g, lower_bound=lb, hint=g.given_order())
+    sol = solve_order_model(om, time_limit=30, workers=1, seed=0)
+    assert sol.status == "optimal"
+    assert sol.order is not None and is_topo(g, sol.order)
+    assert order_peak(g, sol.order) == r.value
+    assert max(sol.peak, lb) == r.value and sol.bound == r.value
+    # only improving orders: infeasible exactly at the optimum
+    om2 = build_order_model(g, lower_bound=lb, upper_bound=r.value)
+    sol2 = solve_order_model(om2, time_limit=30, workers=1)
+    assert sol2.status == "infeasible" and sol2.order is None
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small)
+def test_certified_equals_brute_force(g):
+    opt, _, _ = brute(g)
+    res = E.solve_exact(g, time_limit=20, workers=1)
+    assert res.lower_bound <= opt <= res.peak
+    assert res.extra["certified"] == (res.peak == res.lower_bound)
+    if res.extra["certified"]:
+        assert res.peak == opt and res.status == "optimal"
+    assert res.status == "optimal"  # tiny graphs: the DP always finishes
+    assert is_topo(g, res.schedule.computes())
+    d = res.to_json(g)
+    for k in ("status", "peak", "lower_bound", "gap", "certified", "order", "wall_s"):
+        assert k in d
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(random_graphs(max_ops=14), single_output_graphs(max_ops=14)), st.data())
+def test_forced_segments_decompose_exactly(g, data):
+    segs = E.forced_segments(g)
+    assert sorted(v for s in segs for v in s) == list(range(g.n_ops))
+    r = B.reachability(g)
+    for a in range(len(segs)):
+        for b in range(a + 1, len(segs)):
+            for u in segs[a]:
+                for v in segs[b]:
+                    assert (r.desc[u] >> v) & 1  # every later op descends from every earlier one
+    order = data.draw(topological_orders(g))
+    pos = {v: k for k, v in enumerate(order)}
+    _, during = simulate(g, order)
+    before = 0
+    for s in segs:
+        assert sorted(pos[v] for v in s) == list(range(min(pos[v] for v in s), min(pos[v] for v in s) + len(s)))
+        P = E.make_part(g, before, s)
+        sub = sorted(range(len(s)), key=lambda i: pos[P.ops[i]])
+        _, sub_during = simulate(P.graph, sub)
+        for i, v in enumerate(P.ops):
+            assert during[v] == sub_during[i] + P.offset
+        for v in s:
+            before |= 1 << v
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(random_graphs(max_ops=12), single_output_graphs(max_ops=12)), st.data())
+def test_parts_of_any_prefix_and_split_search(g, data):
+    order = data.draw(topological_orders(g))
+    n = g.n_ops
+    a = data.draw(st.integers(0, n - 1))
+    b = data.draw(st.integers(a + 1, n))
+    before = 0
+    for v in order[:a]:
+        before |= 1 << v
+    P = E.make_part(g, before, order[a:b])
+    _, during = simulate(g, order)
+    _, sub = simulate(P.graph, [P.ops.index(v) for v in order[a:b]])
+    for i, v in enumerate(P.ops):
+        assert during[v] == sub[i] + P.offset
+    opt = downset_dp(g).value
+    o = E._split_search(g, opt, deadline=1e18, cap=1000)
+    if o is not None:
+        assert is_topo(g, o) and order_peak(g, o) <= opt
+    o2 = E._window_lns(g, order, opt, deadline=1e18, widths=(3, 5))
+    assert is_topo(g, o2) and opt <= order_peak(g, o2) <= order_peak(g, order)
+
+
+def test_generated_layered_graphs_are_solved_consistently():
+    from instances.generators import random_layered
+
+    for seed in range(3):
+        g = random_layered(40, seed)
+        res = E.solve_exact(g, time_limit=20, workers=1)
+        dp = downset_dp(g)
+        assert dp.exact
+        assert res.lower_bound <= dp.value <= res.peak
+        if res.extra["certified"]:
+            assert res.peak == dp.value
+
+
+def test_interrupt_returns_best_order_with_status_timeout(monkeypatch):
+    from instances.generators import random_layered
+
+    g = random_layered(100, 0)  # bounds and heuristics alone do not certify it
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(E, "_solve_segment", boom)
+    res = E.solve_exact(g, time_limit=20, workers=1)
+    assert evaluate(g, res.schedule).peak == res.peak
+    assert is_topo(g, res.schedule.computes())
+    assert res.peak > res.lower_bound
+    assert res.status == "timeout" and res.extra["certified"] is False and res.extra["interrupted"]
+    assert res.to_json(g)["certified"] is False
+
+
+def test_time_limit_returns_timeout_not_optimal():
+    from instances.generators import random_layered
+
+    g = random_layered(300, 0)
+    res = E.solve_exact(g, time_limit=0.5, workers=1)
+    assert res.schedule is not None and is_topo(g, res.schedule.computes())
+    if res.peak != res.lower_bound:
+        assert res.status == "timeout" and not res.extra["certified"]
+    else:
+        assert res.status == "optimal"
+    assert res.lower_bound <= res.peak
+
+
+def test_symmetric_operators_and_workspace_in_cpsat():
+    """Interchangeable operators get symmetry-breaking precedences; workspace counts."""
+    from formulations import Graph, Operator, Tensor
+
+    ops = [Operator("src", (), ("x",))] + [Operator(f"b{i}", ("x",), (f"y{i}",), 1.0, 5) for i in range(4)] + [
+        Operator("sink", tuple(f"y{i}" for i in range(4)), ("z",))]
+    tens = [Tensor("x", 3)] + [Tensor(f"y{i}", 2) for i in range(4)] + [Tensor("z", 1)]
+    g = Graph(ops, tens, outputs=("z",))
+    om = build_order_model(g)
+    assert om.n_symmetry == 3
+    sol = solve_order_model(om, workers=1)
+    assert sol.status == "optimal" and order_peak(g, sol.order) == brute(g)[0] == sol.peak
+
+
+def test_random_seeds_are_deterministic():
+    from instances.generators import random_layered
+
+    g = random_layered(50, 2)
+    a = E.solve_exact(g, time_limit=10, workers=1, seed=3)
+    b = E.solve_exact(g, time_limit=10, workers=1, seed=3)
+    assert a.schedule.computes() == b.schedule.computes()
+
+
+def test_solve_dp_and_cpsat_stop_at():
+    from instances.generators import random_layered
+    from solvers.downset_dp import solve_dp
+
+    g = random_layered(30, 4)
+    r = solve_dp(g, time_limit=30)
+    opt = downset_dp(g).value
+    assert r.status == "optimal" and r.peak == opt == r.lower_bound and r.extra["certified"]
+    om = build_order_model(g, lower_bound=B.trap_bound(g), hint=r.schedule.computes())
+    sol = solve_order_model(om, workers=1, stop_at=opt + 10**9)  # any order stops the search
+    assert sol.order is not None and not sol.interrupted and is_topo(g, sol.order)
+
+
+def test_real_sigint_during_search_returns_timeout(tmp_path):
+    """Ctrl-C (SIGINT) once the search has started: the solve returns its best order and
+    bound with status timeout (run in a subprocess so the signal cannot reach pytest)."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    code = (
+        "import json, sys\n"
+        "from instances.generators import random_layered\n"
+        "from solvers.exact_order import solve_exact\n"
+        "g = random_layered(100, 2)\n"
+        "r = solve_exact(g, time_limit=120, workers=1, progress=True)\n"
+        "print(json.dumps({k: r.to_json(g)[k] for k in ('status', 'peak', 'lower_bound', 'certified', 'interrupted')}))\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    for line in p.stderr:
+        if "segment of" in line:
+            break
+    import time
+
+    time.sleep(1.0)
+    os.kill(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    d = json.loads(out.strip().splitlines()[-1])
+    if d["certified"]:
+        pytest.skip("certified before the signal")
+    assert d["status"] == "timeout" and d["interrupted"] is True and d["lower_bound"] <= d["peak"]
