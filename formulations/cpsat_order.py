@@ -61,25 +61,6 @@ class OrderSolution:
     stats: dict = field(default_factory=dict)
 
 
-def _reach_counts(g: Graph):
-    topo = g.topological_order()
-    pred, succ = g.op_pred(), g.op_succ()
-    n = g.n_ops
-    anc = [0] * n
-    for v in topo:
-        a = 0
-        for p in pred[v]:
-            a |= anc[p] | (1 << p)
-        anc[v] = a
-    desc = [0] * n
-    for v in reversed(topo):
-        d = 0
-        for s in succ[v]:
-            d |= desc[s] | (1 << s)
-        desc[v] = d
-    return anc, desc
-
-
 def _symmetry_classes(g: Graph) -> list[list[int]]:
     """Groups of interchangeable operators (same inputs, same consumer sets of outputs in
     the same size pattern, same workspace), each group in index order."""
@@ -107,7 +88,7 @@ def build_order_model(g: Graph, *, lower_bound: int = 0, upper_bound: int | None
 
     n = g.n_ops
     m = cp_model.CpModel()
-    anc, desc = _reach_counts(g)
+    anc, desc = g.reach_masks()
     pos = [m.new_int_var(anc[v].bit_count(), n - 1 - desc[v].bit_count(), f"pos_{v}") for v in range(n)]
     if n:
         m.add_all_different(pos)

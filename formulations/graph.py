@@ -245,6 +245,27 @@ class Graph:
             self._pred = pred
         return self._pred
 
+    def reach_masks(self) -> tuple[list[int], list[int]]:
+        """Ancestor and descendant sets of every operator as int bitmasks
+        (bit u of ``anc[v]`` set iff u reaches v), O(n * edges / 64); cached."""
+        if getattr(self, "_reach", None) is None:
+            topo = self.topological_order()
+            pred, succ = self.op_pred(), self.op_succ()
+            anc = [0] * len(self.ops)
+            for v in topo:
+                a = 0
+                for p in pred[v]:
+                    a |= anc[p] | (1 << p)
+                anc[v] = a
+            desc = [0] * len(self.ops)
+            for v in reversed(topo):
+                d = 0
+                for w in succ[v]:
+                    d |= desc[w] | (1 << w)
+                desc[v] = d
+            self._reach = (anc, desc)
+        return self._reach
+
     def topological_order(self) -> list[int]:
         """A deterministic topological order of operator indices."""
         return self._kahn()

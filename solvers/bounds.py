@@ -75,20 +75,7 @@ def reachability(g: Graph) -> Reach:
     if cached is not None:
         return cached
     topo = g.topological_order()
-    pred, succ = g.op_pred(), g.op_succ()
-    n = g.n_ops
-    anc = [0] * n
-    for v in topo:
-        a = 0
-        for p in pred[v]:
-            a |= anc[p] | (1 << p)
-        anc[v] = a
-    desc = [0] * n
-    for v in reversed(topo):
-        d = 0
-        for s in succ[v]:
-            d |= desc[s] | (1 << s)
-        desc[v] = d
+    anc, desc = g.reach_masks()
     r = Reach(topo, anc, desc)
     g._memsched_reach = r
     return r

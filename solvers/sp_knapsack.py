@@ -52,27 +52,10 @@ class OutsideClass(MemschedError):
 
 def normalize_caps(graph: Graph, cap) -> list:
     """None (unbounded), an int for every operator, a dict {name: int} (others
-    unbounded) or a list per operator -> list of int|None."""
-    def chk(c):
-        if c is None:
-            return None
-        if isinstance(c, bool) or not isinstance(c, int) or c < 0:
-            raise MemschedError(f"cap must be a non-negative integer, got {c!r}")
-        return c
-    if cap is None:
-        return [None] * graph.n_ops
-    if isinstance(cap, dict):
-        out = [None] * graph.n_ops
-        for k, c in cap.items():
-            if k not in graph.op_index:
-                raise MemschedError(f"cap names unknown operator {k!r}")
-            out[graph.op_index[k]] = chk(c)
-        return out
-    if isinstance(cap, (list, tuple)):
-        if len(cap) != graph.n_ops:
-            raise MemschedError(f"cap list has {len(cap)} entries for {graph.n_ops} operators")
-        return [chk(c) for c in cap]
-    return [chk(cap)] * graph.n_ops
+    unbounded) or a list per operator -> list of int|None (solvers.remat.resolve_caps)."""
+    from solvers.remat import resolve_caps
+
+    return resolve_caps(graph, cap) or [None] * graph.n_ops
 
 
 @dataclass
