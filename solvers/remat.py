@@ -32,7 +32,7 @@ from formulations import Graph, MemschedError, Schedule, evaluate
 from solvers.result import SolveResult, Status, make_result
 
 __all__ = ["METHODS", "resolve_budget", "resolve_caps", "solve_remat", "result_json", "format_result",
-           "pareto_sweep", "plot_pareto", "format_pareto", "local_infeasibility", "check_caps",
+           "pareto_sweep", "plot_pareto", "format_pareto", "local_infeasibility", "pebbling_infeasibility", "check_caps",
            "DEFAULT_CP_CAP"]
 
 METHODS = ("cp", "milp", "checkpoint-all", "chen-sqrt", "revolve", "dtr-greedy", "sp-knapsack", "width-dp")
@@ -40,6 +40,9 @@ METHODS = ("cp", "milp", "checkpoint-all", "chen-sqrt", "revolve", "dtr-greedy",
 # The CP model needs a finite number of occurrences per operator; an unbounded
 # cap is approximated by this many extra computations (stated in the result).
 DEFAULT_CP_CAP = 2
+# Share of the time left after the warm starts given to the fixed-given-order CP model
+# before the free-order one (compute objective, when a schedule within the budget is known).
+FIXED_ORDER_SHARE = 0.35
 
 
 # --------------------------------------------------------------- budgets
@@ -135,6 +138,58 @@ def local_infeasibility(graph: Graph, B: int) -> str | None:
     return None
 
 
+def pebbling_infeasibility(graph: Graph, B: int, depth: int = 6, time_limit: float = 1.0) -> str | None:
+    """A reason why no schedule (any recomputation) fits ``B``, from a backward
+    search over the sets of tensors that must be resident together
+    (docs/remat.md, "Backward pebbling bound"); None when none is found within
+    ``depth`` steps back and ``time_limit`` seconds (the search is then
+    inconclusive, never wrong)."""
+    size, prod, op_in, op_out, ws = graph.size, graph.producer, graph.op_in, graph.op_out, graph.workspace
+    const = always_resident(graph)
+    keep = frozenset(j for j in graph.input_idx if j in graph.pinned_idx or j in graph.output_idx)
+    t0 = time.perf_counter()
+    memo: dict = {}
+
+    class _Out(Exception):
+        pass
+
+    def sz(X):
+        return sum(size[j] for j in X if j not in keep) + const
+
+    def reachable(S, d):
+        """False only if every way to have S resident at once exceeds B (within d steps back)."""
+        if sz(S) > B:
+            return False
+        prods = {prod[j] for j in S if prod[j] != -1}
+        if not prods or d == 0:
+            return True
+        got = memo.get(S)  # (depth searched, result): True survives d' >= d steps, False dies within d' <= d
+        if got is not None and ((got[1] and got[0] >= d) or (not got[1] and got[0] <= d)):
+            return got[1]
+        if time.perf_counter() - t0 > time_limit:
+            raise _Out
+        res = False
+        for u in sorted(prods, key=lambda u: (sum(size[j] for j in op_in[u]), u)):
+            T = (S - frozenset(op_out[u])) | frozenset(op_in[u])
+            if sz(T | frozenset(op_out[u])) + ws[u] > B:
+                continue
+            if reachable(T, d - 1):
+                res = True
+                break
+        memo[S] = (d, res)
+        return res
+
+    try:
+        for v in range(graph.n_ops):
+            S = frozenset(op_in[v])
+            if sz(S | frozenset(op_out[v])) + ws[v] > B or not reachable(S, depth):
+                return (f"operator {graph.ops[v].name!r}: every way to have its inputs resident together "
+                        f"needs more than budget {B} (backward pebbling bound, {depth} steps)")
+    except _Out:
+        return None
+    return None
+
+
 def order_lower_bound(graph: Graph) -> int | None:
     """The ordering lower bound on peak (valid without recomputation) from
     solvers.bounds, when that module is present."""
@@ -142,6 +197,12 @@ def order_lower_bound(graph: Graph) -> int | None:
         from solvers import bounds  # written by another helper
     except Exception:
         return None
+    report = getattr(bounds, "bound_report", None)
+    if callable(report):
+        try:
+            return int(report(graph)["lower_bound"])
+        except Exception:
+            pass
     for name in ("lower_bound", "best_lower_bound", "peak_lower_bound"):
         fn = getattr(bounds, name, None)
         if callable(fn):
@@ -309,7 +370,7 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
     limit_c = (1 + eps) * baseline if objective == "peak" else None
     # 1. local infeasibility
     if B is not None:
-        why = local_infeasibility(graph, B)
+        why = local_infeasibility(graph, B) or pebbling_infeasibility(graph, B)
         if why:
             return infeasible_result(graph, solver_name, objective, why, params=params)
         if all(c == 0 for c in ecaps) and not unbounded:
@@ -318,6 +379,16 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
                 return infeasible_result(graph, solver_name, objective,
                                          f"with no recomputation the peak is at least {lb} (ordering lower bound) > budget {B}",
                                          params=params)
+    # a compute floor: when no plain order can fit B (ordering lower bound > B), every
+    # schedule within B recomputes some operator allowed to recompute (docs/remat.md)
+    floor = baseline
+    if objective == "compute" and B is not None:
+        olb = order_lower_bound(graph)
+        if olb is not None and olb > B:
+            extra_costs = [graph.cost[v] for v in range(n) if ecaps[v] > 0]
+            if extra_costs:
+                floor = baseline + float(min(extra_costs))
+                params["recompute_needed"] = f"ordering lower bound {olb} > budget {B}"
     # 2. warm starts: the best no-recompute orders
     cands = candidate_orders(graph, time_budget=min(20.0, time_limit / 4), target=B if objective == "compute" else None)
     best_peak, best_order, best_name = cands[0]
@@ -331,13 +402,19 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
     hint = Schedule.from_order(graph, best_order)
     hint_compute = baseline
     if objective == "compute":
-        ws = _greedy_warm_start(graph, B, ecaps, cands[:6], time_budget=min(20.0, time_limit / 5))
+        least: list = []
+        ws = _greedy_warm_start(graph, B, ecaps, cands[:6], time_budget=min(20.0, time_limit / 5), best_effort_out=least)
         if ws is not None:
             hint, how = ws
             hint_compute = evaluate(graph, hint).compute
             params["warm_start"] = f"{how} (compute {hint_compute:g})"
+        elif least and least[0][2] < best_peak:
+            # nothing fits B: start phase 1 from the least peak found (recomputations included)
+            hint = least[0][0]
+            params["warm_start"] = f"{least[0][1]} (least peak {least[0][2]}, over budget)"
     remaining = time_limit - (time.perf_counter() - t0)
     tb = time.perf_counter()
+    hint_time = None
     if objective == "compute":
         hint_ok = evaluate(graph, hint).peak <= B
         phase1 = None
@@ -346,7 +423,7 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
             # first with the best order of first computations fixed (small search), then free
             cap_units = None
             found = None
-            for label, fix, share in (("phase 1a (fixed order)", best_order, 0.3), ("phase 1b (free order)", None, 0.5)):
+            for label, fix, share in (("phase 1a (fixed order)", best_order, 0.3), ("phase 1b (free order)", None, 0.95)):
                 remaining = time_limit - (time.perf_counter() - t0)
                 cp1 = build_remat_cp(graph, None, ecaps, objective="peak", fix_order=fix)
                 cap_units = max(0, (B - cp1.const_bytes) // cp1.mem_unit)
@@ -358,7 +435,7 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
                     found = sol
                     params["phase1"] = label
                     break
-                if sol is not None:
+                if sol is not None and evaluate(graph, sol[0]).peak < evaluate(graph, hint).peak:
                     hint = sol[0]  # least peak so far: a better start for the next try
                 if fix is None and (st == "infeasible" or (st == "optimal" and sol is not None)):
                     lbp = None if sol is None else sol[1] * cp1.mem_unit + cp1.const_bytes
@@ -369,10 +446,30 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
             if found is None:
                 best = evaluate(graph, hint).peak
                 return make_result(graph, None, solver=solver_name, status=Status.TIMEOUT, objective=objective,
-                                   params=params, lower_bound=baseline,
+                                   params=params, lower_bound=floor,
                                    message=f"no schedule within budget {B} found in {time_limit:g} s"
                                            + f" (least peak found {best})")
             hint = found[0]
+        hint_time = time.perf_counter() - t0
+        # phase 2: Moccasin's search space first (first computations in the given order),
+        # a much smaller model in which CP-SAT often finds cheap schedules fast; its best
+        # schedule hints the free-order model (a superset), whose bound alone is reported
+        remaining = time_limit - (time.perf_counter() - t0)
+        if remaining > 6.0 and FIXED_ORDER_SHARE > 0:
+            cpf = build_remat_cp(graph, B, ecaps, objective="compute", fix_order=graph.given_order())
+            cpf.hint_from_schedule(hint)
+            t_f = time.perf_counter()
+            st_f, sol_f, _bf, wall_f, log_f = _run_cpsat(cpf, remaining * FIXED_ORDER_SHARE, seed, workers, progress,
+                                                          "phase 2 (given order fixed)")
+            params["fixed_order_s"] = round(time.perf_counter() - t_f, 3)
+            params["fixed_order_status"] = st_f
+            if sol_f is not None:
+                c_f = evaluate(graph, sol_f[0]).compute
+                params["fixed_order_compute"] = c_f
+                if evaluate(graph, sol_f[0]).peak <= B and c_f < evaluate(graph, hint).compute - 1e-9:
+                    hint = sol_f[0]
+                    t_rel = next((e["t"] for e in log_f if e["objective"] <= sol_f[1] + 1e-9), wall_f)
+                    hint_time = (t_f - t0) + t_rel
         remaining = time_limit - (time.perf_counter() - t0)
         cp = build_remat_cp(graph, B, ecaps, objective="compute")
     else:
@@ -380,6 +477,7 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
     params["build_s"] = round(time.perf_counter() - tb, 3)
     params.update({k: v for k, v in cp.info.items()})
     cp.hint_from_schedule(hint)
+    t_s = time.perf_counter()
     st, sol, bound, wall, log = _run_cpsat(cp, max(0.5, remaining), seed, workers, progress, "solve")
     extra = {"time_to_best_s": None, "solutions": log}
     if sol is None:
@@ -389,18 +487,23 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
             return infeasible_result(graph, solver_name, objective, why, params=params, wall_s=time.perf_counter() - t0)
         if objective == "compute" and evaluate(graph, hint).peak <= B:
             sched = hint  # the solver found nothing better in time: keep the warm start
-            extra["time_to_best_s"] = round(time.perf_counter() - t0, 3)
+            extra["time_to_best_s"] = round(hint_time, 3)
             return make_result(graph, sched, solver=solver_name, status=Status.FEASIBLE, objective="compute",
-                               lower_bound=_lb_compute(cp, bound, baseline, unbounded), params=params, extra=extra,
+                               lower_bound=_lb_compute(cp, bound, floor, unbounded), params=params, extra=extra,
                                message="solver timed out; returning the warm start")
         return make_result(graph, None, solver=solver_name, status=Status.TIMEOUT, objective=objective,
                            params=params, message=f"no solution found in {time_limit:g} s")
     sched, val = sol
     if log:
-        extra["time_to_best_s"] = round(log[-1]["t"] + (tb - t0) + params.get("phase1_s", 0), 3)
+        # the first time the final objective value was reached; a value equal to the hint's is the hint's time
+        t_rel = next((e["t"] for e in log if e["objective"] <= val + 1e-9), log[-1]["t"])
+        extra["time_to_best_s"] = round((t_s - t0) + t_rel, 3)
+        if objective == "compute" and hint_time is not None and evaluate(graph, hint).peak <= (B if B is not None else 0) \
+                and evaluate(graph, sched).compute >= evaluate(graph, hint).compute - 1e-9:
+            extra["time_to_best_s"] = round(hint_time, 3)
     if objective == "compute":
         claimed = sum(graph.cost[i] for i in sched.computes())
-        lb = _lb_compute(cp, bound, baseline, unbounded)
+        lb = _lb_compute(cp, bound, floor, unbounded)
         status = Status.OPTIMAL if (st == "optimal" and not unbounded) or (lb is not None and math.isclose(lb, claimed)) \
             else Status.FEASIBLE
         if st == "optimal" and unbounded:
@@ -424,22 +527,28 @@ def _lb_compute(cp, bound, baseline, unbounded):
     return max(baseline, float(val))
 
 
-def _greedy_warm_start(graph, B, caps, cands, time_budget=10.0):
+def _greedy_warm_start(graph, B, caps, cands, time_budget=10.0, best_effort_out=None):
     """The cheapest schedule within B and the caps found by the DTR-score greedy and
     by the peak-cutting local search (solvers/remat_local_search.py) started from
-    the best plain orders; (schedule, description) or None."""
+    the best plain orders; (schedule, description) or None. ``best_effort_out``, a
+    list, receives (schedule, description, peak) of the least peak seen (over B or not)."""
     from solvers.remat_dtr_greedy import greedy_schedule
     from solvers.remat_local_search import cut_peak
 
     t0 = time.perf_counter()
     best = None
+    least = None  # (peak, schedule, how): the least peak within the caps, over budget or not
 
     def consider(s, how):
-        nonlocal best
+        nonlocal best, least
         if s is None:
             return
         ev = evaluate(graph, s)
-        if ev.peak > B or check_caps(graph, s, caps) is not None:
+        if check_caps(graph, s, caps) is not None:
+            return
+        if least is None or ev.peak < least[0]:
+            least = (ev.peak, s, how)
+        if ev.peak > B:
             return
         if best is None or ev.compute < best[0]:
             best = (ev.compute, s, how)
@@ -450,7 +559,10 @@ def _greedy_warm_start(graph, B, caps, cands, time_budget=10.0):
         left = time_budget - (time.perf_counter() - t0)
         if left <= 0:
             break
-        consider(cut_peak(graph, order, B, caps, time_limit=left), f"peak-cutting local search from the {name} order")
+        consider(cut_peak(graph, order, B, caps, time_limit=left, best_effort=True),
+                 f"peak-cutting local search from the {name} order")
+    if best_effort_out is not None and least is not None:
+        best_effort_out.append((least[1], least[2], least[0]))
     return None if best is None else (best[1], best[2])
 
 
