@@ -1,0 +1,212 @@
+"""Explaining a feasibility hole: why budget A fails while a smaller budget B succeeds.
+
+:func:`explain` replays both budgets with event recording and reports
+
+* the first divergence: the first eviction decision that differs between the two runs
+  (schedule position, operator being computed, storage evicted in each run with its
+  bytes, compute, reason and cascade depth);
+* the failing allocation: operator, bytes requested, bytes short, memory in use;
+* the recomputation cascade at the failure: the chain of tensors being materialized
+  (outermost first), and for each rematerialized tensor when and why its storage was
+  evicted;
+* an intervention: replay the failing budget again with the tensors whose eviction
+  started the cascade pinned (never evictable once computed) and report the outcome;
+  if that does not help, pin every tensor of the cascade.
+"""
+from __future__ import annotations
+
+from formulations import MemschedError
+
+from .replay import budget_for, load_trace, replay
+
+__all__ = ["explain"]
+
+
+def _evictions(rt):
+    return [e for e in rt.events if e[0] == "evict"]
+
+
+def _storage_desc(rt, s):
+    tr = rt.trace
+    t = rt.st_tensors[s][0] if rt.st_tensors[s] else s
+    return {"storage": s, "tensor": tr.tensor_names[t], "op": tr.ops[tr.tensor_op[t]].name,
+            "bytes": rt.st_size[s], "compute": rt.st_comp[s]}
+
+
+def explain(trace, budget: float, vs: float, heuristic: str = "dtr", overhead_limit: float = 2.0,
+            *, intervene: bool = True) -> dict:
+    """Explain why ratio ``budget`` fails while the smaller ratio ``vs`` succeeds."""
+    tr = load_trace(trace)
+    fail = replay(tr, budget, heuristic=heuristic, overhead_limit=overhead_limit, record=True)
+    good = replay(tr, vs, heuristic=heuristic, overhead_limit=overhead_limit, record=True)
+    if fail.outcome == "ok":
+        raise MemschedError(f"explain: ratio {budget} succeeds with {heuristic}; --budget must be a failing ratio")
+    if good.outcome != "ok":
+        raise MemschedError(f"explain: ratio {vs} fails ({good.outcome}) with {heuristic}; --vs must be a feasible ratio")
+    rf, rg = fail.runtime, good.runtime
+    ops = tr.ops
+    out = {"trace": str(tr.path), "heuristic": fail.heuristic, "failing": fail.to_json(), "feasible": good.to_json(),
+           "hole": vs < budget}
+    # ------------------------------------------------------------- divergence
+    ef, eg = _evictions(rf), _evictions(rg)
+    div = None
+    for k in range(min(len(ef), len(eg))):
+        a, b = ef[k], eg[k]
+        if (a[1], a[2], a[6]) != (b[1], b[2], b[6]):
+            div = k
+            break
+    if div is None and len(ef) != len(eg):
+        div = min(len(ef), len(eg))
+    if div is not None:
+        def side(ev):
+            if ev is None:
+                return None
+            _, s, why, depth, clock, mem, pos = ev
+            kind, x = tr.schedule[pos]
+            d = _storage_desc(rf, s)
+            d.update({"reason": why, "cascade_depth": depth, "clock": clock, "memory_after": mem,
+                      "schedule_pos": pos, "while": ops[x].name if kind == 0 else f"pin/release of {tr.tensor_names[x]}"})
+            return d
+        fa, fb = side(ef[div] if div < len(ef) else None), side(eg[div] if div < len(eg) else None)
+        first = None
+        if fa and fb and fa["schedule_pos"] != fb["schedule_pos"]:
+            first = "failing" if fa["schedule_pos"] < fb["schedule_pos"] else "feasible"
+        out["first_divergence"] = {
+            "eviction_index": div,
+            "failing_run": fa,
+            "feasible_run": fb,
+            "common_evictions_before": div,
+            # when the two evictions happen at different points, the run that evicts earlier
+            # is the one that decided differently (the other did not need to evict there)
+            "earlier_run": first,
+        }
+    # ------------------------------------------------------------- failure
+    f = fail.failure or {}
+    if f:
+        fo = {"kind": f["kind"], "op": ops[f["op"]].name, "clock": f.get("clock")}
+        if f["kind"] == "oom":
+            fo.update({"requested_bytes": f["requested"], "memory_in_use": f["memory"], "short_bytes": f["short"],
+                       "budget": fail.budget, "cascade_depth": f["depth"]})
+        else:
+            fo.update({"remat_compute": f["remat_compute"], "remat_limit": f["remat_limit"]})
+        pinned = sum(rf.st_size[s] for s in range(len(rf.st_pin)) if rf.st_pin[s] and rf.st_mat[s])
+        locked = sum(rf.st_size[s] for s in range(len(rf.st_rint)) if rf.st_rint[s] > 0 and not rf.st_pin[s]
+                     and rf.st_mat[s])
+        fo["pinned_bytes"] = pinned
+        fo["locked_bytes"] = locked
+        out["failing_allocation"] = fo
+    # ------------------------------------------------------------- cascade
+    stack = rf.stack_at_failure or []
+    last_evict = {}
+    for e in ef:
+        last_evict[e[1]] = e
+    casc = []
+    for t, remat in stack:
+        s = rf.t_storage[t]
+        d = {"tensor": tr.tensor_names[t], "op": ops[tr.tensor_op[t]].name, "rematerialization": remat,
+             "bytes": rf.st_size[s]}
+        ev = last_evict.get(s)
+        if remat and ev is not None:
+            kind, x = tr.schedule[ev[6]]
+            d["evicted"] = {"reason": ev[2], "clock": ev[4],
+                            "while": ops[x].name if kind == 0 else tr.tensor_names[x]}
+        casc.append(d)
+    out["cascade"] = casc
+    out["cascade_recomputations"] = sum(1 for c in casc if c["rematerialization"])
+    n_remat_events = sum(1 for e in rf.events if e[0] == "compute" and e[2])
+    out["recomputations_total"] = n_remat_events
+
+    def remat_by_op(rt):
+        d = {}
+        for e in rt.events:
+            if e[0] == "compute" and e[2]:
+                d[e[1]] = d.get(e[1], 0) + 1
+        return d
+
+    bf, bg = remat_by_op(rf), remat_by_op(rg)
+    extra = sorted(((bf.get(o, 0) - bg.get(o, 0)) * ops[o].cost, o) for o in set(bf) | set(bg))
+    extra = [x for x in reversed(extra) if x[0] > 0][:10]
+    out["extra_recomputation"] = [{"op": ops[o].name, "tensor": tr.tensor_names[ops[o].results[0]],
+                                   "recomputed_failing": bf.get(o, 0), "recomputed_feasible": bg.get(o, 0),
+                                   "extra_compute": c} for c, o in extra]
+    deepest = max((e for e in rf.events if e[0] == "compute"), key=lambda e: e[3], default=None)
+    if deepest is not None:
+        kind, x = tr.schedule[deepest[7]]
+        out["deepest_cascade"] = {"depth": deepest[3], "clock": deepest[4],
+                                  "while": ops[x].name if kind == 0 else f"pin of {tr.tensor_names[x]}"}
+    # ------------------------------------------------------------- intervention
+    if intervene:
+        roots = [t for t, remat in stack if remat][:1]
+        triggers = [t for t, remat in stack if remat]
+        tries = []
+        if div is not None and div < len(ef):
+            tries.append(("storage evicted at the first divergence (failing run)", [rf.st_tensors[ef[div][1]][0]]))
+        if roots:
+            tries.append(("cascade root at the failure", roots))
+        if len(triggers) > 1:
+            tries.append(("whole cascade at the failure", triggers))
+        top = [ops[o].results[0] for _, o in extra]
+        for k in (1, 3, 10):
+            if len(top) >= k and (k == 1 or len(top) > k // 3):
+                tries.append((f"top {k} extra-recomputed tensors", top[:k]))
+        res = []
+        for label, ts in tries:
+            r = replay(tr, budget, heuristic=heuristic, overhead_limit=overhead_limit, pin=ts)
+            res.append({"pinned": [tr.tensor_names[t] for t in ts], "what": label, "outcome": r.outcome,
+                        "clock": r.clock, "peak": r.peak, "evictions": r.evictions})
+            if r.outcome == "ok":
+                break
+        out["intervention"] = res
+    return out
+
+
+def format_explanation(d: dict) -> str:
+    L = [f"trace {d['trace']}  heuristic {d['heuristic']}",
+         f"failing  ratio {d['failing']['ratio']} (budget {d['failing']['budget']}): {d['failing']['outcome']}, "
+         f"clock {d['failing']['clock']}, evictions {d['failing']['evictions']}",
+         f"feasible ratio {d['feasible']['ratio']} (budget {d['feasible']['budget']}): ok, "
+         f"clock {d['feasible']['clock']}, evictions {d['feasible']['evictions']}"]
+    dv = d.get("first_divergence")
+    if dv:
+        L.append(f"first divergence: eviction #{dv['eviction_index']} (after {dv['common_evictions_before']} identical evictions)")
+        for k in ("failing_run", "feasible_run"):
+            s = dv[k]
+            if s is None:
+                L.append(f"  {k}: no further eviction")
+            else:
+                L.append(f"  {k}: evicts {s['tensor']} ({s['bytes']} B, compute {s['compute']}) [{s['reason']}] "
+                         f"while {s['while']} at clock {s['clock']}, cascade depth {s['cascade_depth']}")
+        if dv.get("earlier_run"):
+            L.append(f"  -> the {dv['earlier_run']} run evicts first; the other run has room there and evicts "
+                     f"later (its next eviction is the one listed)")
+    else:
+        L.append("first divergence: none (identical eviction sequences)")
+    fa = d.get("failing_allocation")
+    if fa:
+        if fa["kind"] == "oom":
+            L.append(f"failing allocation: {fa['op']} requests {fa['requested_bytes']} B with {fa['memory_in_use']} B "
+                     f"in use -> {fa['short_bytes']} B short (pinned {fa['pinned_bytes']} B, locked "
+                     f"{fa['locked_bytes']} B), cascade depth {fa['cascade_depth']}")
+        else:
+            L.append(f"thrash: remat compute {fa['remat_compute']} > limit {fa['remat_limit']} while computing {fa['op']}")
+    L.append(f"cascade at the failure ({len(d['cascade'])} frames, {d['cascade_recomputations']} rematerializations; "
+             f"{d['recomputations_total']} recomputations in the whole run):")
+    for k, c in enumerate(d["cascade"][:30]):
+        ev = c.get("evicted")
+        why = f"  <- evicted ({ev['reason']}) while {ev['while']} at clock {ev['clock']}" if ev else ""
+        L.append(f"  {k:3d} {'remat' if c['rematerialization'] else 'model'} {c['tensor']} = {c['op']} "
+                 f"({c['bytes']} B){why}")
+    if len(d["cascade"]) > 30:
+        L.append(f"  ... {len(d['cascade']) - 30} more")
+    if d.get("extra_recomputation"):
+        L.append("extra recomputation in the failing run (vs the feasible run), by compute:")
+        for x in d["extra_recomputation"][:6]:
+            L.append(f"  {x['op']} ({x['tensor']}): {x['recomputed_failing']} vs {x['recomputed_feasible']} "
+                     f"recomputations, +{x['extra_compute']} ns")
+    if d.get("deepest_cascade"):
+        dc = d["deepest_cascade"]
+        L.append(f"deepest cascade in the failing run: depth {dc['depth']} while {dc['while']} at clock {dc['clock']}")
+    for it in d.get("intervention", []):
+        L.append(f"intervention: pin {', '.join(it['pinned'][:8])}{' ...' if len(it['pinned']) > 8 else ''} "
+                 f"({it['what']}) -> {it['outcome']} (clock {it['clock']}, evictions {it['evictions']})")
+    return "\n".join(L)

@@ -1,0 +1,118 @@
+"""Replaying a trace under a budget: one run, repeated runs, and the simrd budget rule."""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from formulations import MemschedError
+from instances.dtr_trace import DTRTrace, parse_trace
+
+from .runtime import Runtime, baseline, canonical_heuristic
+
+__all__ = ["ReplayResult", "load_trace", "trace_baseline", "budget_for", "replay", "parse_limit"]
+
+
+@dataclass
+class ReplayResult:
+    outcome: str  # ok | oom | remat_exceeded | unresolved (timeout)
+    clock: int | float
+    peak: int
+    evictions: int
+    baseline_memory: int
+    baseline_compute: int | float
+    budget: int
+    wall_s: float
+    heuristic: str
+    ratio: float | None = None
+    eager_evictions: int = 0
+    remat_compute: int | float = 0
+    recomputations: int = 0
+    overhead_limit: float = 2.0
+    failure: dict | None = None
+    runtime: Runtime | None = field(default=None, repr=False)
+
+    @property
+    def overhead(self) -> float:
+        """simrd's pareto metric: clock / baseline_compute (the clock starts at 1)."""
+        return self.clock / self.baseline_compute if self.baseline_compute else math.inf
+
+    def to_json(self) -> dict:
+        d = {"outcome": self.outcome, "clock": self.clock, "peak": self.peak, "evictions": self.evictions,
+             "baseline_memory": self.baseline_memory, "baseline_compute": self.baseline_compute,
+             "budget": self.budget, "wall_s": round(self.wall_s, 6), "heuristic": self.heuristic,
+             "ratio": self.ratio, "overhead": self.overhead, "eager_evictions": self.eager_evictions,
+             "remat_compute": self.remat_compute, "recomputations": self.recomputations,
+             "overhead_limit": self.overhead_limit}
+        if self.failure:
+            d["failure"] = {k: v for k, v in self.failure.items() if k != "op"}
+            if "op" in self.failure and self.runtime is not None:
+                d["failure"]["op"] = self.runtime.trace.ops[self.failure["op"]].name
+        return d
+
+
+def load_trace(trace) -> DTRTrace:
+    if isinstance(trace, DTRTrace):
+        return trace
+    return parse_trace(Path(trace))
+
+
+def trace_baseline(trace: DTRTrace) -> dict:
+    """simrd's V1 infinite-budget baseline, cached on the trace."""
+    b = trace.meta.get("_baseline")
+    if b is None:
+        b = baseline(trace)
+        trace.meta["_baseline"] = b
+    return b
+
+
+def budget_for(trace: DTRTrace, ratio: float) -> int:
+    """simrd's rule: int(ratio x baseline_memory)."""
+    return int(trace_baseline(trace)["baseline_memory"] * ratio)
+
+
+def parse_limit(text) -> float:
+    """Overhead limit: a number >= 1 or 'inf'."""
+    try:
+        x = float(text)
+    except (TypeError, ValueError):
+        raise MemschedError(f"--overhead-limit: expected a number >= 1 or 'inf', got {text!r}") from None
+    if math.isnan(x) or x < 1:
+        raise MemschedError(f"--overhead-limit: expected a number >= 1 or 'inf', got {text!r}")
+    return x
+
+
+def replay(trace, ratio: float | None = None, *, budget: int | None = None, heuristic: str = "dtr",
+           overhead_limit: float = 2.0, seed: int = 0, timeout: float | None = None, record: bool = False,
+           pin=(), eager: bool = True, keep_runtime: bool = False) -> ReplayResult:
+    """Replay ``trace`` (a DTRTrace or a path) with budget ``int(ratio x baseline_memory)``
+    (or ``budget`` bytes) under simrd's RuntimeV2EagerOptimized semantics.
+
+    remat limit = baseline_compute x (overhead_limit - 1) (simrd's thrash rule).
+    ``timeout`` seconds: past it the outcome is 'unresolved'. ``pin``: tensor ids pinned
+    as soon as computed (never evictable)."""
+    tr = load_trace(trace)
+    h = canonical_heuristic(heuristic)
+    b = trace_baseline(tr)
+    if budget is None:
+        if ratio is None:
+            raise MemschedError("replay: give a ratio or a budget")
+        if not ratio > 0:
+            raise MemschedError(f"--ratio must be positive, got {ratio}")
+        budget = int(b["baseline_memory"] * ratio)
+    limit = b["baseline_compute"] * (overhead_limit - 1)
+    t0 = time.perf_counter()
+    rt = Runtime(tr, budget, h, remat_limit=limit, eager=eager, record=record, seed=seed, pin_extra=pin,
+                 deadline=None if timeout is None else t0 + timeout)
+    try:
+        out = rt.run()
+    except TimeoutError:
+        out = "unresolved"
+    wall = time.perf_counter() - t0
+    return ReplayResult(outcome=out, clock=rt.clock, peak=rt.peak, evictions=rt.evictions,
+                        baseline_memory=b["baseline_memory"], baseline_compute=b["baseline_compute"],
+                        budget=budget, wall_s=wall, heuristic=h, ratio=ratio, eager_evictions=rt.eager_evictions,
+                        remat_compute=rt.remat_compute, recomputations=rt.remat_count,
+                        overhead_limit=overhead_limit, failure=rt.failure,
+                        runtime=rt if (keep_runtime or record) else None)

@@ -1,0 +1,941 @@
+"""DTR runtime with simrd's semantics (RuntimeV2EagerOptimized, RuntimeV2, V1 baseline).
+
+The state is kept in flat lists indexed by tensor id; a storage is identified by the id
+of its root tensor (simrd's ``root_id``), so the sets that simrd keeps (regions) hold the
+same integers in the same insertion order. Behaviour, step by step (docs/dtr.md):
+
+* ``compute(op)``: creates the output tensors (aliases share their argument's storage,
+  every output takes one external ref), materializes output 0, then stamps
+  ``last_access = clock`` on every output storage.
+* ``materialize(t)``: stamps the parents' last access, locks the defined parents, then
+  materializes (depth first, in argument order) and locks the undefined ones; frees
+  memory for ``op.total_size`` if needed (one eviction per heuristic choice, OOM when the
+  pool is empty); computes (clock += cost, memory += all outputs, peak sampled, already
+  defined siblings subtracted again); unlocks the parents; raises the thrash error once
+  the rematerialization compute exceeds the limit.
+* eager release: a storage whose external refs reach 0 is evicted at once (not banished).
+* the eviction pool is insertion ordered; ``choose`` scans it and keeps the last storage
+  of least cost (``<=``), stopping at a cost of exactly 0.
+"""
+from __future__ import annotations
+
+import bisect
+import math
+import random as _random
+import sys
+
+from instances.dtr_trace import COMPUTE, GET, PIN, RELEASE, DTRTrace
+
+__all__ = ["OOMError", "ThrashError", "Runtime", "baseline", "HEURISTICS", "heuristic_names",
+           "canonical_heuristic"]
+
+INF = math.inf
+
+
+class OOMError(Exception):
+    """The pool is empty and the allocation does not fit (simrd's MemoryError)."""
+
+
+class ThrashError(Exception):
+    """Rematerialization compute exceeded the limit (simrd's RematExceededError)."""
+
+
+class _Cycle(Exception):
+    """The evicted storage graph has a cycle (closure memo not applicable)."""
+
+
+# name -> (simrd class name, features)   features: 'regions', 'eq'
+HEURISTICS = {
+    "dtr": ("DTR", "regions"),
+    "dtr-eqclass": ("DTREqClass", "eq"),
+    "dtr-local": ("DTRLocal", ""),
+    "lru": ("LRU", ""),
+    "size": ("LargestStorage", ""),
+    "msps": ("MSPS", "regions"),
+    "random": ("RandomStorage", ""),
+    # ablations: {e*, eq, local, nocost} x {size} x {staleness}
+    "ab-e-size-stale": ("AbESizeStale", "regions"),
+    "ab-e-size": ("AbESize", "regions"),
+    "ab-e-stale": ("AbEStale", "regions"),
+    "ab-e": ("AbE", "regions"),
+    "ab-eq-size-stale": ("AbEqSizeStale", "eq"),
+    "ab-eq-size": ("AbEqSize", "eq"),
+    "ab-eq-stale": ("AbEqStale", "eq"),
+    "ab-eq": ("AbEq", "eq"),
+    "ab-local-size-stale": ("AbLocalSizeStale", ""),
+    "ab-local-size": ("AbLocalSize", ""),
+    "ab-local-stale": ("AbLocalStale", ""),
+    "ab-local": ("AbLocal", ""),
+    "ab-size-stale": ("AbSizeStale", ""),
+    "ab-size": ("AbSize", ""),
+    "ab-stale": ("AbStale", ""),
+    "ab-random": ("AbRandom", ""),
+    # lookahead (not in simrd): belady = H=inf; lookahead-K = H=K operators
+    "belady": (None, "regions"),
+    "lookahead-inf": (None, "regions"),
+}
+_BY_CLASS = {v[0]: k for k, v in HEURISTICS.items() if v[0]}
+
+
+def heuristic_names() -> list[str]:
+    return list(HEURISTICS) + ["lookahead-K"]
+
+
+def canonical_heuristic(name: str) -> str:
+    """Normalize a heuristic name (memsched name, simrd class name, or lookahead-K)."""
+    if name in HEURISTICS:
+        return name
+    if name in _BY_CLASS:
+        return _BY_CLASS[name]
+    low = name.lower()
+    if low in HEURISTICS:
+        return low
+    if low.startswith("lookahead-"):
+        k = low.split("-", 1)[1]
+        if k in ("inf", "infinity"):
+            return "lookahead-inf"
+        if k.isdigit():
+            return "dtr" if int(k) == 0 else f"lookahead-{int(k)}"
+    from formulations import MemschedError
+
+    raise MemschedError(f"unknown DTR heuristic {name!r}; choose from {', '.join(heuristic_names())}")
+
+
+class Runtime:
+    """One replay of a trace under a byte budget. Use :meth:`run`.
+
+    ``eager=True`` is RuntimeV2EagerOptimized (the pareto runtime), ``eager=False`` plain
+    RuntimeV2. ``record=True`` keeps an event log (computes and evictions with the
+    clock, recursion depth and reason) for explanations and schedule extraction.
+    ``pin_extra`` are tensor ids pinned (locked for good) as soon as they are computed
+    (the explanation's intervention). ``workspace`` (per op) and ``free_on_release``
+    (tensor ids) serve graph replay only; traces have neither.
+    """
+
+    def __init__(self, trace: DTRTrace, budget, heuristic: str = "dtr", *, remat_limit=INF,
+                 eager: bool = True, record: bool = False, seed: int = 0, pin_extra=(),
+                 workspace=None, free_on_release=(), deadline: float | None = None):
+        self.trace = trace
+        self.budget = budget
+        self.h = canonical_heuristic(heuristic)
+        self.lookahead = None
+        self.pure_belady = self.h == "belady"
+        if self.pure_belady or self.h == "lookahead-inf":
+            self.lookahead = INF
+        elif self.h.startswith("lookahead-"):
+            self.lookahead = int(self.h.split("-")[1])
+        feat = HEURISTICS["belady" if self.lookahead is not None else self.h][1]
+        self.use_regions = feat == "regions"
+        self.use_eq = feat == "eq"
+        self.remat_limit = remat_limit
+        self.eager = eager
+        self.record = record
+        self.rng = _random.Random(seed)
+        self.pin_extra = frozenset(pin_extra)
+        self.deadline = deadline
+        n = trace.n_tensors
+        ops = trace.ops
+        self.o_cost = [op.cost for op in ops]
+        self.o_total = [sum(op.sizes) for op in ops]
+        self.o_ws = list(workspace) if workspace is not None else None
+        self.free_on_release = frozenset(free_on_release)
+        self.t_op = trace.tensor_op
+        self.t_idx = trace.tensor_index
+        self.t_parents = [ops[trace.tensor_op[t]].args for t in range(n)]
+        self.t_children: list[list[int]] = [[] for _ in range(n)]
+        self.t_sibs = [tuple(r for r in ops[trace.tensor_op[t]].results if r != t) for t in range(n)]
+        self.t_storage = [-1] * n
+        self.t_defined = [False] * n
+        self.st_size = [0] * n
+        self.st_comp = [0] * n
+        self.st_mat = [False] * n
+        self.st_rint = [0] * n
+        self.st_rext = [0] * n
+        self.st_pin = [False] * n
+        self.st_tensors: list[list[int]] = [[] for _ in range(n)]
+        self.st_last = [-INF] * n
+        self.st_const = [False] * n
+        self.use_adj = self.use_regions or self.use_eq
+        if self.use_adj:
+            # storage-level adjacency (children / parents storages) and the evicted set
+            self.adj_c = [set() for _ in range(n)]
+            self.adj_p = [set() for _ in range(n)]
+            self.evicted: set = set()
+        if self.use_regions:
+            # regions as bitmasks over storage ids (Python ints)
+            self.rg_int = [0] * n
+            self.rg_front = [0] * n
+            self.rg_c = [0] * n
+            self.rr_int = [0] * n
+            self.rr_front = [0] * n
+            import numpy as np
+
+            ints = all(isinstance(c, int) for c in self.o_cost)
+            self._np = np
+            self.comp_np = np.zeros(n, dtype=np.int64 if ints else np.float64)
+            self._nbytes = (n + 7) // 8
+            self.rr_c = [0] * n
+        if self.use_eq:
+            self.st_ecn = [-1] * n
+            self.uf_parent: list[int] = []
+            self.uf_val: list = []
+        self.pool: dict[int, None] = {}
+        self.memory = 0
+        self.peak = 0
+        self.clock = 1
+        self.model_compute = 0
+        self.remat_compute = 0
+        self.evictions = 0
+        self.eager_evictions = 0
+        self.remat_count = 0
+        self.pos = 0  # index of the schedule command being executed
+        self.depth = 0
+        self.events: list[tuple] = []
+        self.failure: dict | None = None
+        self.mstack: list[tuple[int, bool]] = []  # (tensor, remat) being materialized (record mode)
+        self.stack_at_failure: list | None = None
+        self._ops_done = 0
+        if self.lookahead is not None:
+            self._build_uses()
+
+    # ------------------------------------------------------------ lookahead
+    def _build_uses(self) -> None:
+        uses: list[list[int]] = [[] for _ in range(self.trace.n_tensors)]
+        ops = self.trace.ops
+        for k, (kind, x) in enumerate(self.trace.schedule):
+            if kind == COMPUTE:
+                for a in ops[x].args:
+                    if not uses[a] or uses[a][-1] != k:
+                        uses[a].append(k)
+            elif kind == PIN:
+                uses[x].append(k)
+        self.t_uses = uses
+        # schedule position -> number of COMPUTE commands before it (distance in operators)
+        cnt, acc = [], 0
+        for kind, _ in self.trace.schedule:
+            cnt.append(acc)
+            if kind == COMPUTE:
+                acc += 1
+        cnt.append(acc)
+        self.op_rank = cnt
+
+    def _next_use(self, s: int) -> float:
+        pos, uses, best = self.pos, self.t_uses, INF
+        for t in self.st_tensors[s]:
+            u = uses[t]
+            i = bisect.bisect_left(u, pos)
+            if i < len(u) and u[i] < best:
+                best = u[i]
+        return best
+
+    # ------------------------------------------------------------ running
+    def run(self) -> str:
+        """Replay the whole schedule; returns 'ok', 'oom' or 'remat_exceeded'
+        (raises TimeoutError past ``deadline``)."""
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, 10 * self.trace.n_tensors + 10000))
+        try:
+            self._run()
+            return "ok"
+        except OOMError:
+            return "oom"
+        except ThrashError:
+            return "remat_exceeded"
+        finally:
+            sys.setrecursionlimit(old)
+
+    def _run(self) -> None:
+        import time
+
+        ops = self.trace.ops
+        compute, materialize, pin, release = self.compute, self.materialize, self.pin, self.release
+        deadline = self.deadline
+        st_rext, t_storage, t_defined = self.st_rext, self.t_storage, self.t_defined
+        for k, (kind, x) in enumerate(self.trace.schedule):
+            self.pos = k
+            if kind == COMPUTE:
+                compute(ops[x])
+                if deadline is not None and (k & 63) == 0 and time.perf_counter() > deadline:
+                    raise TimeoutError("replay exceeded its time limit")
+            elif kind == RELEASE:
+                release(x)
+            elif kind == GET:
+                st_rext[t_storage[x]] += 1
+            else:  # PIN
+                if not t_defined[x]:
+                    materialize(x, True)
+                pin(x)
+
+    def compute(self, op) -> None:
+        res = op.results
+        args = op.args
+        t_storage, st_tensors, st_rext = self.t_storage, self.st_tensors, self.st_rext
+        for i, t in enumerate(res):
+            a = op.aliases[i]
+            if a == -1:
+                s = t
+                self.st_size[s] = op.sizes[i]
+                if op.name.startswith("constant/"):
+                    self.st_const[s] = True
+            else:
+                s = t_storage[args[a]]
+            t_storage[t] = s
+            st_tensors[s].append(t)
+            st_rext[s] += 1
+            # storage compute: distinct ops over its tensors
+            if len(st_tensors[s]) == 1:
+                self.st_comp[s] = op.cost
+                if self.use_regions:
+                    self.comp_np[s] = op.cost
+            else:
+                seen, c = set(), 0
+                for u in st_tensors[s]:
+                    o = self.t_op[u]
+                    if o not in seen:
+                        seen.add(o)
+                        c += self.o_cost[o]
+                self.st_comp[s] = c
+                if self.use_regions:
+                    self.comp_np[s] = c
+        for p in args:
+            self.t_children[p].extend(res)
+        if self.use_adj and args:
+            adj_c, adj_p = self.adj_c, self.adj_p
+            rs = [t_storage[t] for t in res]
+            st_pin = self.st_pin
+            for p in args:
+                ps = t_storage[p]
+                if st_pin[ps]:
+                    # pinned storages never get evicted: leaving them out of the adjacency
+                    # changes no region interior, no evicted-neighbour set, and only drops
+                    # frontier members whose upkeep is skipped anyway (see _compute)
+                    continue
+                adj_c[ps].update(rs)
+                for r in rs:
+                    adj_p[r].add(ps)
+        self.materialize(res[0], False)
+        clock = self.clock
+        for t in res:
+            self.st_last[t_storage[t]] = clock
+            if t in self.pin_extra:
+                self.pin(t)
+
+    def materialize(self, t: int, remat: bool) -> None:
+        if self.record:
+            self.mstack.append((t, remat))
+            self._materialize(t, remat)
+            self.mstack.pop()
+        else:
+            self._materialize(t, remat)
+
+    def _materialize(self, t: int, remat: bool) -> None:
+        op = self.t_op[t]
+        parents = self.t_parents[t]
+        t_storage, t_defined, st_last = self.t_storage, self.t_defined, self.st_last
+        clock = self.clock
+        for p in parents:
+            st_last[t_storage[p]] = clock
+        lock = self._lock
+        for p in [p for p in parents if t_defined[p]]:
+            lock(t_storage[p])
+        undefined = [p for p in parents if not t_defined[p]]
+        if undefined:
+            self.depth += 1
+            for p in undefined:
+                if not t_defined[p]:
+                    self.materialize(p, True)
+                lock(t_storage[p])
+            self.depth -= 1
+        need = self.o_total[op]
+        if self.o_ws is not None:
+            need += self.o_ws[op]
+        if self.memory + need > self.budget:
+            self._free(need, op)
+        self._compute(t, op, remat)
+        unlock = self._unlock
+        for p in parents:
+            unlock(t_storage[p])
+        if self.remat_compute > self.remat_limit:
+            self.failure = {"kind": "remat_exceeded", "op": op, "clock": self.clock,
+                            "remat_compute": self.remat_compute, "remat_limit": self.remat_limit}
+            self.stack_at_failure = list(self.mstack)
+            raise ThrashError()
+
+    def _compute(self, t: int, op: int, remat: bool) -> None:
+        t_defined, t_storage, st_mat = self.t_defined, self.t_storage, self.st_mat
+        sibs = self.t_sibs[t]
+        if sibs:
+            dup = [u for u in sibs if t_defined[u]]
+            rsib = [u for u in sibs if not t_defined[u]]
+            rst = [t_storage[u] for u in sibs + (t,) if not st_mat[t_storage[u]]]
+        else:
+            dup = rsib = ()
+            s0 = t_storage[t]
+            rst = () if st_mat[s0] else (s0,)
+        cost = self.o_cost[op]
+        self.clock += cost
+        self.memory += self.o_total[op]
+        m = self.memory if self.o_ws is None else self.memory + self.o_ws[op]
+        if m > self.peak:
+            self.peak = m
+        st_mat[t_storage[t]] = True
+        t_defined[t] = True
+        if remat:
+            self.remat_compute += cost
+            self.remat_count += 1
+            if self.deadline is not None and (self.remat_count & 255) == 0:
+                import time
+
+                if time.perf_counter() > self.deadline:
+                    raise TimeoutError("replay exceeded its time limit")
+        else:
+            self.model_compute += cost
+        for u in rsib:
+            st_mat[t_storage[u]] = True
+            t_defined[u] = True
+        if dup:
+            sizes = self.trace.ops[op].sizes
+            t_idx = self.t_idx
+            for u in dup:
+                self.memory -= sizes[t_idx[u]]
+        if self.record:
+            self.events.append(("compute", op, remat, self.depth, self.clock, self.memory,
+                                tuple(dup), self.pos))
+        pool, st_rint = self.pool, self.st_rint
+        for s in rst:
+            assert st_rint[s] == 0
+            if s not in pool:
+                pool[s] = None
+        if rst:
+            if self.use_adj:
+                self.evicted.difference_update(rst)
+            if self.use_regions:
+                aff = aff_rev = 0
+                memo_f: dict = {}
+                memo_r: dict = {}
+                for s in rst:
+                    self._rebuild(s, True, memo_f)
+                    self._rebuild(s, False, memo_r)
+                    aff |= self.rr_front[s]
+                    aff_rev |= self.rg_front[s]
+                # a pinned storage is never evicted again, so its own regions are never
+                # read for a decision (costs are taken over the pool, absorption reads the
+                # evicted storage's regions): their upkeep is skipped
+                st_pin = self.st_pin
+                while aff:
+                    low = aff & -aff
+                    x = low.bit_length() - 1
+                    aff ^= low
+                    if not st_pin[x]:
+                        self._rebuild(x, True, memo_f)
+                while aff_rev:
+                    low = aff_rev & -aff_rev
+                    x = low.bit_length() - 1
+                    aff_rev ^= low
+                    if not st_pin[x]:
+                        self._rebuild(x, False, memo_r)
+            if self.use_eq:
+                ecn = self.st_ecn
+                for s in rst:
+                    e = ecn[s]
+                    if e != -1:
+                        r = self._find(e)
+                        self.uf_val[r] = self.uf_val[r] - self.st_comp[s]
+                        ecn[s] = -1
+
+    def _lock(self, s: int) -> None:
+        if self.st_rint[s] == 0:
+            del self.pool[s]
+        self.st_rint[s] += 1
+
+    def _unlock(self, s: int) -> None:
+        self.st_rint[s] -= 1
+        if self.st_rint[s] == 0:
+            self.pool[s] = None
+
+    def pin(self, t: int) -> None:
+        s = self.t_storage[t]
+        if not self.st_mat[s]:
+            raise AssertionError(f"cannot pin tensor {t} with an immaterial storage")
+        if self.st_pin[s]:
+            return
+        self._lock(s)
+        self.st_pin[s] = True
+
+    def release(self, t: int) -> None:
+        s = self.t_storage[t]
+        self.st_rext[s] -= 1
+        if self.st_rext[s] == 0 and self.st_mat[s]:
+            if not self.st_pin[s]:
+                if self.eager:
+                    self._evict(s, "eager")
+            elif s in self.free_on_release:
+                # graph replay: an unpinned graph input dies after its last use
+                self.st_mat[s] = False
+                self.memory -= self.st_size[s]
+                for u in self.st_tensors[s]:
+                    self.t_defined[u] = False
+                if self.use_adj:
+                    self.evicted.add(s)
+                if self.record:
+                    self.events.append(("evict", s, "input", self.depth, self.clock, self.memory, self.pos))
+
+    # ------------------------------------------------------------ eviction
+    def _free(self, need, op: int) -> None:
+        pool = self.pool
+        budget = self.budget
+        while self.memory + need > budget:
+            if not pool:
+                self.failure = {"kind": "oom", "op": op, "requested": need, "memory": self.memory,
+                                "short": self.memory + need - budget, "clock": self.clock,
+                                "depth": self.depth, "pos": self.pos}
+                self.stack_at_failure = list(self.mstack)
+                raise OOMError()
+            self._evict(self._choose(), "pressure")
+
+    def _evict(self, s: int, why: str) -> None:
+        self.st_mat[s] = False
+        self.memory -= self.st_size[s]
+        self.pool.pop(s, None)
+        t_defined = self.t_defined
+        for u in self.st_tensors[s]:
+            t_defined[u] = False
+        self.evictions += 1
+        if why == "eager":
+            self.eager_evictions += 1
+        if self.record:
+            self.events.append(("evict", s, why, self.depth, self.clock, self.memory, self.pos))
+        if self.use_adj:
+            self.evicted.add(s)
+        if self.use_regions:
+            rg_front = self.rg_front
+            rr_front = self.rr_front
+            st_pin = self.st_pin
+            m = rr_front[s]
+            while m:
+                low = m & -m
+                ps = low.bit_length() - 1
+                m ^= low
+                if not st_pin[ps]:
+                    self._absorb(ps, s, True)
+            m = rg_front[s]  # read after the first loop, as simrd does
+            while m:
+                low = m & -m
+                cs = low.bit_length() - 1
+                m ^= low
+                if not st_pin[cs]:
+                    self._absorb(cs, s, False)
+            self.rg_int[s] = 0
+            rg_front[s] = 0
+            self.rg_c[s] = 0
+            self.rr_int[s] = 0
+            rr_front[s] = 0
+            self.rr_c[s] = 0
+        if self.use_eq:
+            node = len(self.uf_parent)
+            self.uf_parent.append(-1)
+            self.uf_val.append(self.st_comp[s])
+            self.st_ecn[s] = node
+            for n in self._evicted_neighbors(s):
+                l = self._find(self.st_ecn[n])
+                r = self._find(node)
+                if l != r:
+                    self.uf_parent[l] = r
+                    self.uf_val[r] = self.uf_val[l] + self.uf_val[r]
+
+    def _find(self, e: int) -> int:
+        par = self.uf_parent
+        root = e
+        while par[root] != -1:
+            root = par[root]
+        while par[e] != -1 and par[e] != root:
+            nxt = par[e]
+            par[e] = root
+            e = nxt
+        return root
+
+    def _evicted_neighbors(self, s: int) -> set:
+        out = (self.adj_p[s] | self.adj_c[s]) & self.evicted
+        out.discard(s)
+        return out
+
+    def _eq_cost(self, s: int):
+        find, val = self._find, self.uf_val
+        ecn = self.st_ecn
+        c = self.st_comp[s]
+        for r in {find(ecn[n]) for n in self._evicted_neighbors(s)}:
+            c = c + val[r]
+        return c
+
+    # regions --------------------------------------------------------------
+    def _weight(self, mask: int):
+        """Sum of storage compute over the bits of ``mask``."""
+        if mask.bit_count() <= 24:
+            st_comp = self.st_comp
+            c = 0
+            while mask:
+                low = mask & -mask
+                c += st_comp[low.bit_length() - 1]
+                mask ^= low
+            return c
+        np = self._np
+        bits = np.unpackbits(np.frombuffer(mask.to_bytes(self._nbytes, "little"), dtype=np.uint8),
+                             bitorder="little")[: len(self.comp_np)]
+        return self.comp_np[bits.astype(bool)].sum().item()
+
+    def _closure(self, e: int, adj, memo: dict):
+        """(interior, frontier) bitmasks of the evicted storages reachable from the evicted
+        storage ``e`` through evicted storages (``e`` included) and of the unpinned material
+        storages adjacent to them; memoized for one material state. Raises _Cycle if the
+        evicted storage graph has a cycle there (aliasing can create one)."""
+        got = memo.get(e)
+        if got is not None:
+            return got
+        st_mat, st_pin = self.st_mat, self.st_pin
+        acc = {e: [1 << e, 0]}
+        stack = [(e, iter(adj[e]))]
+        while stack:
+            node, it = stack[-1]
+            a = acc[node]
+            for u in it:
+                if u == node:
+                    continue
+                if st_mat[u]:
+                    if not st_pin[u]:
+                        a[1] |= 1 << u
+                    continue
+                g = memo.get(u)
+                if g is not None:
+                    a[0] |= g[0]
+                    a[1] |= g[1]
+                    continue
+                if u in acc:
+                    raise _Cycle()
+                acc[u] = [1 << u, 0]
+                stack.append((u, iter(adj[u])))
+                break
+            else:
+                stack.pop()
+                res = (a[0], a[1])
+                memo[node] = res
+                del acc[node]
+                if stack:
+                    pa = acc[stack[-1][0]]
+                    pa[0] |= res[0]
+                    pa[1] |= res[1]
+        return memo[e]
+
+    def _rebuild(self, base: int, forward: bool, memo: dict | None = None) -> None:
+        """Recompute base's region from scratch for the current material state: the
+        evicted storages reachable from it through evicted storages (interior, a bitmask)
+        and the unpinned material storages met on the way (frontier, base excluded).
+        Closures of evicted storages are shared through ``memo`` (valid while the material
+        state does not change, i.e. within one compute's region upkeep)."""
+        adj = self.adj_c if forward else self.adj_p
+        st_mat, st_pin = self.st_mat, self.st_pin
+        if memo is None:
+            memo = {}
+        imask = fmask = 0
+        try:
+            for u in adj[base]:
+                if st_mat[u]:
+                    if not st_pin[u]:
+                        fmask |= 1 << u
+                else:
+                    ci, cf = self._closure(u, adj, memo)
+                    imask |= ci
+                    fmask |= cf
+        except _Cycle:
+            imask, fmask = self._traverse(base, adj)
+        fmask &= ~(1 << base)
+        c = self._weight(imask)
+        if forward:
+            self.rg_int[base], self.rg_front[base], self.rg_c[base] = imask, fmask, c
+        else:
+            self.rr_int[base], self.rr_front[base], self.rr_c[base] = imask, fmask, c
+
+    def _traverse(self, base: int, adj):
+        """Plain traversal (used when the evicted storage graph has a cycle)."""
+        st_mat, st_pin = self.st_mat, self.st_pin
+        interior: set = set()
+        fmask = 0
+        stack = [base]
+        while stack:
+            for us in adj[stack.pop()]:
+                if st_mat[us]:
+                    if not st_pin[us]:
+                        fmask |= 1 << us
+                elif us not in interior:
+                    interior.add(us)
+                    stack.append(us)
+        imask = 0
+        for x in interior:
+            imask |= 1 << x
+        return imask, fmask
+
+    def _absorb(self, owner: int, fs: int, forward: bool) -> None:
+        """simrd's Region.absorb: fs (just evicted, on owner's frontier) moves into owner's
+        interior with fs's own interior; fs's frontier joins owner's frontier; the compute
+        of the newly added storages (fs always counted) is added."""
+        bit = 1 << fs
+        if forward:
+            interior, frontier = self.rg_int[owner], self.rg_front[owner]
+            r_int, r_front = self.rg_int[fs], self.rg_front[fs]
+        else:
+            interior, frontier = self.rr_int[owner], self.rr_front[owner]
+            r_int, r_front = self.rr_int[fs], self.rr_front[fs]
+        if not frontier & bit:
+            raise AssertionError(f"absorb: storage {fs} is not on the frontier of {owner}")
+        frontier = (frontier & ~bit) | r_front
+        diff = (r_int & ~interior) | bit
+        c = self._weight(diff)
+        interior |= diff
+        if forward:
+            self.rg_int[owner], self.rg_front[owner] = interior, frontier
+            self.rg_c[owner] += c
+        else:
+            self.rr_int[owner], self.rr_front[owner] = interior, frontier
+            self.rr_c[owner] += c
+
+    # heuristics -------------------------------------------------------------
+    def cost_of(self, s: int):
+        """The heuristic's eviction cost of storage ``s`` now (for explanations)."""
+        h = self.h
+        size = self.st_size[s]
+        stale = self.clock - self.st_last[s]
+        comp = self.st_comp[s]
+        if h in ("dtr", "ab-e-size-stale", "ab-e-size", "ab-e-stale", "ab-e", "msps", "belady") \
+                or h.startswith("lookahead-"):
+            e = comp + self.rg_c[s] + self.rr_c[s]
+            if h == "msps":
+                return (comp + self.rr_c[s]) / size if size > 0 else INF
+            if h == "ab-e-size":
+                return e / size if size > 0 else INF
+            if h == "ab-e-stale":
+                return e / stale if stale > 0 else INF
+            if h == "ab-e":
+                return e
+            den = size * stale
+            return e / den if den > 0 else INF
+        if h.startswith("dtr-eqclass") or h.startswith("ab-eq"):
+            e = self._eq_cost(s)
+            if h == "ab-eq-size":
+                return e / size if size > 0 else INF
+            if h == "ab-eq-stale":
+                return e / stale if stale > 0 else INF
+            if h == "ab-eq":
+                return e
+            den = size * stale
+            return e / den if den > 0 else INF
+        if h in ("dtr-local", "ab-local-size-stale"):
+            den = size * stale
+            return comp / den if den > 0 else INF
+        if h == "ab-local-size":
+            return comp / size if size > 0 else INF
+        if h == "ab-local-stale":
+            return comp / stale if stale > 0 else INF
+        if h == "ab-local":
+            return comp
+        if h == "lru":
+            return self.st_last[s]
+        if h in ("size", "ab-size"):
+            return 1 / size if size > 0 else INF
+        if h == "ab-size-stale":
+            den = size * stale
+            return 1 / den if den > 0 else INF
+        if h == "ab-stale":
+            return 1 / stale if stale > 0 else INF
+        return 0.0  # random
+
+    def _choose(self) -> int:
+        h = self.h
+        pool = self.pool
+        if h == "dtr" or h == "ab-e-size-stale":
+            clock = self.clock
+            st_size, st_last, st_comp, rg_c, rr_c = self.st_size, self.st_last, self.st_comp, self.rg_c, self.rr_c
+            best, bs = INF, None
+            for s in pool:
+                den = st_size[s] * (clock - st_last[s])
+                cost = (st_comp[s] + (rg_c[s] + rr_c[s])) / den if den > 0 else INF
+                if cost <= best:
+                    best, bs = cost, s
+                if cost == 0:
+                    break
+            return bs
+        if h == "dtr-local" or h == "ab-local-size-stale":
+            clock = self.clock
+            st_size, st_last, st_comp = self.st_size, self.st_last, self.st_comp
+            best, bs = INF, None
+            for s in pool:
+                den = st_size[s] * (clock - st_last[s])
+                cost = st_comp[s] / den if den > 0 else INF
+                if cost <= best:
+                    best, bs = cost, s
+                if cost == 0:
+                    break
+            return bs
+        if h == "lru":
+            st_last = self.st_last
+            best, bs = INF, None
+            for s in pool:
+                cost = st_last[s]
+                if cost <= best:
+                    best, bs = cost, s
+                if cost == 0:
+                    break
+            return bs
+        if h == "dtr-eqclass" or h == "ab-eq-size-stale":
+            clock = self.clock
+            st_size, st_last, st_comp = self.st_size, self.st_last, self.st_comp
+            adj_p, adj_c, ev, ecn, par, val = self.adj_p, self.adj_c, self.evicted, self.st_ecn, \
+                self.uf_parent, self.uf_val
+            find = self._find
+            best, bs = INF, None
+            for s in pool:
+                c = st_comp[s]
+                ap, ac = adj_p[s], adj_c[s]
+                if not (ap.isdisjoint(ev) and ac.isdisjoint(ev)):
+                    roots = set()
+                    for n in (ap | ac) & ev:
+                        if n != s:
+                            e = ecn[n]
+                            roots.add(e if par[e] == -1 else find(e))
+                    for r in roots:
+                        c = c + val[r]
+                den = st_size[s] * (clock - st_last[s])
+                cost = c / den if den > 0 else INF
+                if cost <= best:
+                    best, bs = cost, s
+                if cost == 0:
+                    break
+            return bs
+        if h == "size" or h == "ab-size":
+            st_size = self.st_size
+            best, bs = INF, None
+            for s in pool:
+                size = st_size[s]
+                cost = 1 / size if size > 0 else INF
+                if cost <= best:
+                    best, bs = cost, s
+            return bs
+        if h == "msps":
+            st_size, st_comp, rr_c = self.st_size, self.st_comp, self.rr_c
+            best, bs = INF, None
+            for s in pool:
+                size = st_size[s]
+                cost = (st_comp[s] + rr_c[s]) / size if size > 0 else INF
+                if cost <= best:
+                    best, bs = cost, s
+                if cost == 0:
+                    break
+            return bs
+        if h == "random" or h == "ab-random":
+            keys = list(pool)
+            return keys[self.rng.randrange(0, len(keys))]
+        if self.lookahead is not None:
+            return self._choose_lookahead()
+        cost_of = self.cost_of
+        best, bs = INF, None
+        for s in pool:
+            cost = cost_of(s)
+            if cost <= best:
+                best, bs = cost, s
+            if cost == 0:
+                break
+        return bs
+
+    def _choose_lookahead(self) -> int:
+        """Lookahead with a horizon of H operators (the next use of a storage is the next
+        top-level operator reading one of its tensors, or the final pin):
+
+        * candidates not needed within the next H operators go first, least h_DTR
+          among them;
+        * otherwise ``lookahead-H``: least e*(s) / (size x distance to next use), i.e.
+          h_DTR with staleness replaced by the known future; ``belady``: the candidate
+          needed furthest in the future (ties: least h_DTR), Belady's rule.
+        """
+        H = self.lookahead
+        rank = self.op_rank
+        now = rank[self.pos]
+        pure = self.pure_belady
+        best_key, bs = None, None
+        size, comp, rg_c, rr_c = self.st_size, self.st_comp, self.rg_c, self.rr_c
+        for s in self.pool:
+            nu = self._next_use(s)
+            dist = INF if nu == INF else rank[nu] - now
+            if dist > H:
+                key = (0, self.cost_of_dtr(s))
+            elif pure:
+                key = (1, -dist, self.cost_of_dtr(s))
+            else:
+                den = size[s] * (dist + 1)
+                e = comp[s] + (rg_c[s] + rr_c[s])
+                key = (1, e / den if den > 0 else INF)
+            if best_key is None or key <= best_key:
+                best_key, bs = key, s
+        return bs
+
+    def cost_of_dtr(self, s: int):
+        size = self.st_size[s]
+        den = size * (self.clock - self.st_last[s])
+        e = self.st_comp[s] + (self.rg_c[s] + self.rr_c[s])
+        return e / den if den > 0 else INF
+
+    # ------------------------------------------------------------ results
+    def summary(self) -> dict:
+        return {"clock": self.clock, "peak": self.peak, "evictions": self.evictions,
+                "eager_evictions": self.eager_evictions, "remat_compute": self.remat_compute,
+                "model_compute": self.model_compute, "recomputations": self.remat_count}
+
+
+def baseline(trace: DTRTrace) -> dict:
+    """simrd's baseline: RuntimeV1 with an infinite budget (nothing evicted; a storage is
+    banished when its external refs reach 0, pinned constants included).
+
+    Returns baseline_memory (peak of memory usage sampled after each allocation),
+    baseline_compute (sum of op costs), const_memory, bottleneck_memory (max over ops of
+    output bytes plus the own bytes of every argument, as simrd computes it)."""
+    n = trace.n_tensors
+    t_storage = [-1] * n
+    st_size = [0] * n
+    st_rext = [0] * n
+    st_mat = [False] * n
+    mem = peak = comp = const = bottleneck = 0
+    ops = trace.ops
+    for kind, x in trace.schedule:
+        if kind == COMPUTE:
+            op = ops[x]
+            for i, t in enumerate(op.results):
+                a = op.aliases[i]
+                s = t if a == -1 else t_storage[op.args[a]]
+                t_storage[t] = s
+                st_size[t] = op.sizes[i]
+                st_rext[s] += 1
+                st_mat[s] = True
+            total = sum(op.sizes)
+            mem += total
+            if mem > peak:
+                peak = mem
+            comp += op.cost
+            if op.is_constant:
+                const += total
+            b = total
+            for p in op.args:
+                b += st_size[p]
+            if b > bottleneck:
+                bottleneck = b
+            for p in op.args:
+                s = t_storage[p]
+                if st_rext[s] == 0 and st_mat[s]:
+                    st_mat[s] = False
+                    mem -= st_size[s]
+        elif kind == GET:
+            st_rext[t_storage[x]] += 1
+        elif kind == RELEASE:
+            s = t_storage[x]
+            st_rext[s] -= 1
+            if st_rext[s] == 0 and st_mat[s]:
+                st_mat[s] = False
+                mem -= st_size[s]
+    return {"baseline_memory": peak, "baseline_compute": comp, "const_memory": const,
+            "bottleneck_memory": bottleneck}
