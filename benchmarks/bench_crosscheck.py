@@ -1,6 +1,7 @@
 """Cross-check every shipped instance and every graph in ../shared/data/graphs.
 
-Train graphs run at budgets 0.9 and 0.8, the others at the default budget (the
+Shipped instances (instances/shipped/, real models in instances/shipped/models/) run at the
+default budget; train graphs of ../shared/data/graphs run at budgets 0.9 and 0.8, the others at the default budget (the
 smallest of 0.7/0.8/0.9 that is feasible). Writes benchmarks/sections/90-crosscheck.md.
 
     .venv/bin/python benchmarks/bench_crosscheck.py [--time-limit 20] [--quick]
@@ -26,7 +27,11 @@ DATA = ROOT / ".." / "shared" / "data" / "graphs"
 def cases(quick: bool):
     for p in sorted(SHIPPED.glob("*.json")):
         yield p, None
-    if quick or not DATA.exists():
+    if quick:
+        return
+    for p in sorted((SHIPPED / "models").glob("*.json")):
+        yield p, None
+    if not DATA.exists():
         return
     for p in sorted(DATA.glob("*/*.json")):
         if "_train_" in p.name:

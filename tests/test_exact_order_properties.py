@@ -214,9 +214,12 @@ def test_real_sigint_during_search_returns_timeout(tmp_path):
 
     time.sleep(1.0)
     os.kill(p.pid, signal.SIGINT)
+    t_kill = time.perf_counter()
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
     d = json.loads(out.strip().splitlines()[-1])
     if d["certified"]:
         pytest.skip("certified before the signal")
-    assert d["status"] == "timeout" and d["interrupted"] is True and d["lower_bound"] <= d["peak"]
+    # the signal ends the solve long before its 120 s limit, with its best order and bound
+    assert time.perf_counter() - t_kill < 60, d
+    assert d["status"] == "timeout" and d["lower_bound"] <= d["peak"], d
