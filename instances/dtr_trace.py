@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .formats import InputError
+from .formats import InputError, read_text
 
 __all__ = ["TraceError", "TraceOp", "DTRTrace", "parse_trace", "parse_trace_lines", "COMPUTE", "GET", "PIN",
            "RELEASE", "manifest_has_start"]
@@ -128,14 +128,7 @@ def parse_trace(path: str | Path, start: bool | None = None) -> DTRTrace:
     """Parse a DTR log. ``start=None`` takes ``has_start`` from the manifest next to the
     log; without a manifest entry, START is honoured when the log contains one."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise TraceError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{p}: is a directory, expected a DTR log") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise TraceError(f"{p}: cannot read: {e}") from None
+    text = read_text(p, expected="a DTR log")
     if start is None:
         start = manifest_has_start(p)
     return parse_trace_lines(text.splitlines(), str(p), start=start)

@@ -21,7 +21,7 @@ from formulations.errors import MemschedError
 from formulations import Graph, GraphError, Operator, Schedule, ScheduleFormatError, Tensor
 
 __all__ = [
-    "InputError", "FORMAT_VERSION", "load_graph", "graph_from_json", "graph_to_json", "save_graph",
+    "InputError", "FORMAT_VERSION", "read_text", "load_graph", "graph_from_json", "graph_to_json", "save_graph",
     "graph_to_node_link", "load_schedule", "save_json",
 ]
 
@@ -32,16 +32,22 @@ class InputError(MemschedError):
     """A user-supplied file is unreadable or malformed. The message names the file."""
 
 
-def _read_json(path: str | Path) -> Any:
+def read_text(path: str | Path, expected: str = "a JSON file") -> str:
+    """The text of a user-supplied file; an unreadable one raises InputError naming it."""
     p = Path(path)
     try:
-        text = p.read_text()
+        return p.read_text()
     except FileNotFoundError:
         raise InputError(f"{p}: no such file") from None
     except IsADirectoryError:
-        raise InputError(f"{p}: is a directory, expected a JSON file") from None
+        raise InputError(f"{p}: is a directory, expected {expected}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"{p}: cannot read: {e}") from None
+
+
+def _read_json(path: str | Path) -> Any:
+    p = Path(path)
+    text = read_text(p)
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
