@@ -114,7 +114,8 @@ class Runtime:
 
     def __init__(self, trace: DTRTrace, budget, heuristic: str = "dtr", *, remat_limit=INF,
                  eager: bool = True, record: bool = False, seed: int = 0, pin_extra=(),
-                 workspace=None, free_on_release=(), deadline: float | None = None):
+                 workspace=None, free_on_release=(), deadline: float | None = None,
+                 closure_cache: bool = True):
         self.trace = trace
         self.budget = budget
         self.h = canonical_heuristic(heuristic)
@@ -175,6 +176,13 @@ class Runtime:
             self.comp_np = np.zeros(n, dtype=np.int64 if ints else np.float64)
             self._nbytes = (n + 7) // 8
             self.rr_c = [0] * n
+            # closures of evicted storages (forward over adj_c, backward over adj_p), kept
+            # across operators and invalidated exactly (see _changed)
+            # (closure_cache=False: rebuilt per operator, the reference the tests compare with)
+            self.closure_cache = closure_cache
+            self.cl_f: dict = {}
+            self.cl_r: dict = {}
+            self.wcache: dict = {}  # large mask -> its weight (valid while no st_comp changes)
         if self.use_eq:
             self.st_ecn = [-1] * n
             self.uf_parent: list[int] = []
@@ -297,6 +305,7 @@ class Runtime:
                 self.st_comp[s] = c
                 if self.use_regions:
                     self.comp_np[s] = c
+                    self.wcache.clear()  # a storage's compute changed: cached weights are stale
         for p in args:
             self.t_children[p].extend(res)
         if self.use_adj and args:
@@ -310,6 +319,11 @@ class Runtime:
                     # changes no region interior, no evicted-neighbour set, and only drops
                     # frontier members whose upkeep is skipped anyway (see _compute)
                     continue
+                if self.use_regions:
+                    # new edges ps -> rs: the forward closure of ps and the backward closures
+                    # of rs (and every cached closure built on them) are stale
+                    self._drop((ps,), self.cl_f, adj_p)
+                    self._drop(rs, self.cl_r, adj_c)
                 adj_c[ps].update(rs)
                 for r in rs:
                     adj_p[r].add(ps)
@@ -411,8 +425,11 @@ class Runtime:
                 self.evicted.difference_update(rst)
             if self.use_regions:
                 aff = aff_rev = 0
-                memo_f: dict = {}
-                memo_r: dict = {}
+                if not self.closure_cache:
+                    self.cl_f, self.cl_r = {}, {}
+                for s in rst:
+                    self._changed(s)
+                memo_f, memo_r = self.cl_f, self.cl_r
                 for s in rst:
                     self._rebuild(s, True, memo_f)
                     self._rebuild(s, False, memo_r)
@@ -461,6 +478,8 @@ class Runtime:
             return
         self._lock(s)
         self.st_pin[s] = True
+        if self.use_regions:
+            self._changed(s)
 
     def release(self, t: int) -> None:
         s = self.t_storage[t]
@@ -477,6 +496,8 @@ class Runtime:
                     self.t_defined[u] = False
                 if self.use_adj:
                     self.evicted.add(s)
+                if self.use_regions:
+                    self._changed(s)
                 if self.record:
                     self.events.append(("evict", s, "input", self.depth, self.clock, self.memory, self.pos))
 
@@ -508,6 +529,7 @@ class Runtime:
         if self.use_adj:
             self.evicted.add(s)
         if self.use_regions:
+            self._changed(s)
             rg_front = self.rg_front
             rr_front = self.rr_front
             st_pin = self.st_pin
@@ -568,6 +590,34 @@ class Runtime:
         return c
 
     # regions --------------------------------------------------------------
+    def _changed(self, x: int) -> None:
+        """Storage ``x`` changed state (materialized, evicted or pinned). A cached closure
+        of an evicted storage y reads only y's adjacency, the state of y's neighbours and
+        the cached closures of y's evicted neighbours; so exactly the closures of x itself,
+        of x's neighbours (in the traversal's reverse direction) and, transitively, of the
+        cached closures built on those are dropped. Everything else stays valid."""
+        cf, cr = self.cl_f, self.cl_r
+        cf.pop(x, None)
+        cr.pop(x, None)
+        if cf:
+            self._drop(self.adj_p[x], cf, self.adj_p)
+        if cr:
+            self._drop(self.adj_c[x], cr, self.adj_c)
+
+    @staticmethod
+    def _drop(start, cache: dict, dep) -> None:
+        """Remove the cached closures of ``start`` and of every cached storage whose
+        closure was composed from a removed one (``dep[y]``: storages whose traversal steps
+        onto y). A cached closure's evicted neighbours are always cached too, so the walk
+        stops at storages that are not cached."""
+        if not cache:
+            return
+        stack = [y for y in start if y in cache]
+        while stack:
+            y = stack.pop()
+            if cache.pop(y, None) is not None:
+                stack.extend(dep[y])  # uncached ones are popped as no-ops
+
     def _weight(self, mask: int):
         """Sum of storage compute over the bits of ``mask``."""
         if mask.bit_count() <= 24:
@@ -578,10 +628,18 @@ class Runtime:
                 c += st_comp[low.bit_length() - 1]
                 mask ^= low
             return c
+        wc = self.wcache
+        got = wc.get(mask)
+        if got is not None:
+            return got
         np = self._np
         bits = np.unpackbits(np.frombuffer(mask.to_bytes(self._nbytes, "little"), dtype=np.uint8),
                              bitorder="little")[: len(self.comp_np)]
-        return self.comp_np[bits.astype(bool)].sum().item()
+        w = self.comp_np[bits.astype(bool)].sum().item()
+        if len(wc) >= 50000:
+            wc.clear()
+        wc[mask] = w
+        return w
 
     def _closure(self, e: int, adj, memo: dict):
         """(interior, frontier) bitmasks of the evicted storages reachable from the evicted
