@@ -152,7 +152,8 @@ def build_order_model(g: Graph, *, lower_bound: int = 0, upper_bound: int | None
             intervals.append(m.new_fixed_size_interval_var(pos[v], 1, f"ws_{v}"))
             demands.append(g.workspace[v])
     total = sum(g.size) + max(g.workspace, default=0)
-    lb = max(lower_bound, const)
+    # the evaluator's peak includes the initial state (every graph input resident)
+    lb = max(lower_bound, const, g.resident_at_start())
     ub = total if upper_bound is None else min(total, upper_bound - 1)
     peak = m.new_int_var(min(lb, ub) if ub >= lb else lb, max(ub, lb), "peak")
     if upper_bound is not None and ub < lb:

@@ -223,3 +223,13 @@ def test_real_sigint_during_search_returns_timeout(tmp_path):
     # the signal ends the solve long before its 120 s limit, with its best order and bound
     assert time.perf_counter() - t_kill < 60, d
     assert d["status"] == "timeout" and d["lower_bound"] <= d["peak"], d
+
+
+def test_cpsat_counts_the_initial_state():
+    """Regression (found by hypothesis in CI): an input nothing consumes is resident before
+    the first event, so the peak is at least its size even though it is freed at once."""
+    from formulations import Graph, Operator, Tensor
+
+    g = Graph([Operator("op0", (), ("t0",), 0.0, 0)], [Tensor("in0", 1), Tensor("t0", 0)], outputs=("t0",))
+    sol = solve_order_model(build_order_model(g), time_limit=10, workers=1)
+    assert sol.status == "optimal" and sol.peak == 1 == sol.bound == order_peak(g, sol.order)
