@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import time
 
 from formulations import Graph, MemschedError, Schedule, evaluate
@@ -36,6 +37,9 @@ __all__ = ["METHODS", "resolve_budget", "resolve_caps", "solve_remat", "result_j
            "DEFAULT_CP_CAP"]
 
 METHODS = ("cp", "milp", "checkpoint-all", "chen-sqrt", "revolve", "dtr-greedy", "sp-knapsack", "width-dp")
+
+# Set when Ctrl-C stopped a CP-SAT search of the current remat solve (see _run_cpsat).
+_INTERRUPTED = threading.Event()
 
 # The CP model needs a finite number of occurrences per operator; an unbounded
 # cap is approximated by this many extra computations (stated in the result).
@@ -315,7 +319,17 @@ def solve_remat(graph: Graph, budget, method: str = "cp", cap=None, time_limit: 
         mod = importlib.import_module("solvers.sp_knapsack" if method == "sp-knapsack" else "solvers.width_dp")
         res = mod.solve(graph, B, cap=cap, objective=objective, eps=eps, time_limit=time_limit)
     elif method == "cp":
-        res = _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, workers, t0)
+        _INTERRUPTED.clear()
+        try:
+            res = _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, workers, t0)
+        except KeyboardInterrupt:  # Ctrl-C outside CP-SAT (warm starts): nothing to return yet
+            res = make_result(graph, None, solver="remat-cp", status=Status.TIMEOUT, objective=objective,
+                              message="interrupted before a schedule within the budget was found")
+        if _INTERRUPTED.is_set() and res.status in (Status.OPTIMAL, Status.FEASIBLE, Status.TIMEOUT):
+            # an interrupted solve keeps its best schedule and bound, but never claims more
+            res.status = Status.TIMEOUT
+            res.message = ("interrupted; best schedule so far" if res.schedule is not None else "interrupted") \
+                + (f" ({res.message})" if res.message else "")
     elif method == "milp":
         from formulations.remat_milp import solve_remat_milp
 
@@ -447,7 +461,7 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
                 best = evaluate(graph, hint).peak
                 return make_result(graph, None, solver=solver_name, status=Status.TIMEOUT, objective=objective,
                                    params=params, lower_bound=floor,
-                                   message=f"no schedule within budget {B} found in {time_limit:g} s"
+                                   message=f"no schedule within budget {B} found in {time.perf_counter() - t0:.1f} s"
                                            + f" (least peak found {best})")
             hint = found[0]
         hint_time = time.perf_counter() - t0
@@ -492,7 +506,7 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
                                lower_bound=_lb_compute(cp, bound, floor, unbounded), params=params, extra=extra,
                                message="solver timed out; returning the warm start")
         return make_result(graph, None, solver=solver_name, status=Status.TIMEOUT, objective=objective,
-                           params=params, message=f"no solution found in {time_limit:g} s")
+                           params=params, message=f"no solution found in {time.perf_counter() - t0:.1f} s")
     sched, val = sol
     if log:
         # the first time the final objective value was reached; a value equal to the hint's is the hint's time
@@ -586,7 +600,23 @@ def _run_cpsat(cp, time_limit, seed, workers, progress, label):
                 print(f"  [{label}] {t:7.2f}s  objective {self.ObjectiveValue():.6g}  bound {self.BestObjectiveBound():.6g}",
                       file=sys.stderr, flush=True)
 
-    code = solver.Solve(cp.model, CB())
+    if _INTERRUPTED.is_set():  # Ctrl-C in an earlier phase: run no further search
+        return "unknown", None, None, 0.0, log
+    # The search runs in a helper thread so that Ctrl-C reaches this thread as a
+    # KeyboardInterrupt: the search is then stopped and its best solution kept.
+    prm.catch_sigint_signal = False
+    out: dict = {}
+    cb = CB()
+    th = threading.Thread(target=lambda: out.setdefault("code", solver.Solve(cp.model, cb)), daemon=True)
+    th.start()
+    try:
+        while th.is_alive():
+            th.join(0.05)
+    except KeyboardInterrupt:
+        _INTERRUPTED.set()
+        solver.StopSearch()
+        th.join()
+    code = out.get("code", cp_model.UNKNOWN)
     wall = time.perf_counter() - t0
     name = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible", cp_model.INFEASIBLE: "infeasible",
             cp_model.MODEL_INVALID: "invalid"}.get(code, "unknown")
