@@ -198,7 +198,8 @@ def test_real_sigint_during_search_returns_timeout(tmp_path):
 
     root = Path(__file__).resolve().parents[1]
     code = (
-        "import json, sys\n"
+        "import json, signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from instances.generators import random_layered\n"
         "from solvers.exact_order import solve_exact\n"
         "g = random_layered(100, 2)\n"
@@ -213,20 +214,12 @@ def test_real_sigint_during_search_returns_timeout(tmp_path):
     import time
 
     time.sleep(1.0)
+    # (the child restores Python's Ctrl-C handler itself: a test run started in the
+    # background, e.g. `nohup ... &`, hands SIGINT down as ignored)
     t_kill = time.perf_counter()
-    # Ctrl-C, repeated every 5 s like an impatient user: under heavy load a first signal
-    # has been seen to go unanswered (an open defect, see the closing note of that session)
-    for sent in range(1, 11):
-        os.kill(p.pid, signal.SIGINT)
-        try:
-            out, err = p.communicate(timeout=5)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    else:
-        out, err = p.communicate(timeout=120)
-    # a repeated signal may land after the result was printed, during interpreter exit
-    assert p.returncode == 0 or (sent > 1 and out.strip()), err
+    os.kill(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
     d = json.loads(out.strip().splitlines()[-1])
     if d["certified"]:
         pytest.skip("certified before the signal")

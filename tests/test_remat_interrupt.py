@@ -12,7 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 CODE = """
-import json, sys
+import json, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from instances.generators import random_layered
 from solvers.remat import solve_remat
 g = random_layered(60, 3)
@@ -30,18 +31,12 @@ def test_sigint_returns_best_so_far_with_status_timeout():
         if "ready" in line:
             break
     time.sleep(6.0)  # into the search (warm starts take a few seconds)
+    # (the child restores Python's Ctrl-C handler itself: a test run started in the
+    # background, e.g. `nohup ... &`, hands SIGINT down as ignored)
     t_kill = time.perf_counter()
-    for sent in range(1, 11):  # Ctrl-C, repeated every 5 s like an impatient user
-        os.kill(p.pid, signal.SIGINT)
-        try:
-            out, err = p.communicate(timeout=5)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    else:
-        out, err = p.communicate(timeout=120)
-    # a repeated signal may land after the result was printed, during interpreter exit
-    assert p.returncode == 0 or (sent > 1 and out.strip()), err
+    os.kill(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
     d = json.loads(out.strip().splitlines()[-1])
     assert time.perf_counter() - t_kill < 30, d  # the signal ended the 120 s solve
     assert d["status"] != "optimal", d
