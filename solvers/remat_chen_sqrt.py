@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import math
 
-from formulations import evaluate
-from solvers.remat_executor import ExecutionFailed, Executor
-from solvers.result import Status, make_result
+from solvers.remat_executor import Executor, best_of_family
 
 SOLVER = "remat-chen-sqrt"
 
@@ -35,32 +33,6 @@ def solve(graph, budget, *, caps=None, objective="compute", eps=0.0):
     n = graph.n_ops
     sq = max(1, math.ceil(math.sqrt(n)))
     ks = sorted({sq} | {max(1, int(round(sq * f))) for f in (0.25, 0.5, 0.75, 1.5, 2, 3, 4)} | {1, 2, 3, n})
-    limit = (1 + eps) * graph.total_cost()
-    best = None
-    tried = []
-    for k in ks:
-        try:
-            s = schedule_for(graph, k, caps)
-        except ExecutionFailed:
-            continue
-        ev = evaluate(graph, s)
-        if caps is not None and any(c is not None and m > 1 + c for c, m in zip(caps, ev.compute_counts)):
-            continue
-        tried.append((k, ev.peak, ev.compute))
-        if objective == "compute":
-            ok = budget is None or ev.peak <= budget
-            key = (ev.compute, ev.peak, k != sq)
-        else:
-            ok = ev.compute <= limit * (1 + 1e-12) and (budget is None or ev.peak <= budget)
-            key = (ev.peak, ev.compute, k != sq)
-        if ok and (best is None or key < best[0]):
-            best = (key, k, s, ev)
-    params = {"segments_tried": tried}
-    if best is None:
-        return make_result(graph, None, solver=SOLVER, status=Status.INFEASIBLE, objective=objective, params=params,
-                           message=f"chen-sqrt: no segment length fits budget {budget}"
-                           + (f" (least peak {min(p for _, p, _ in tried)})" if tried else ""))
-    _, k, s, ev = best
-    params["segment"] = k
-    return make_result(graph, s, solver=SOLVER, status=Status.FEASIBLE, objective=objective,
-                       claimed=ev.compute if objective == "compute" else ev.peak, params=params)
+    return best_of_family(graph, ((k, lambda k=k: schedule_for(graph, k, caps)) for k in ks), budget=budget,
+                          caps=caps, objective=objective, eps=eps, solver=SOLVER, knob="segment", preferred=sq,
+                          none_fits="chen-sqrt: no segment length fits budget")

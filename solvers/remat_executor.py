@@ -17,7 +17,7 @@ import sys
 from formulations import Graph
 from formulations.schedule import COMPUTE, FREE, Schedule
 
-__all__ = ["Executor", "ExecutionFailed"]
+__all__ = ["Executor", "ExecutionFailed", "best_of_family"]
 
 
 class ExecutionFailed(Exception):
@@ -212,3 +212,43 @@ class Executor:
             for j in range(g.n_tensors):
                 if self.resident[j] and j not in self.keep and self.last[j] <= k and g.producer[j] != -1:
                     self._free(j)
+
+
+def best_of_family(graph: Graph, family, *, budget, caps, objective: str, eps: float, solver: str, knob: str,
+                   preferred=None, none_fits: str, tried_key: str | None = None):
+    """The best schedule of a one-parameter baseline family (segment length, checkpoint
+    slots, ...), as a SolveResult. ``family`` yields ``(value, build)`` with ``build()``
+    returning a Schedule or raising ExecutionFailed. Within the budget (and compute limit
+    ``(1 + eps) x`` baseline for objective "peak") and the caps, least compute (or
+    least peak) wins; ties go to ``preferred``, then to the smaller value.
+    ``params`` records every value tried as ``tried_key`` (default ``<knob>s_tried``) and the
+    choice as ``knob``."""
+    from formulations import evaluate
+    from solvers.result import Status, make_result
+
+    limit = (1 + eps) * graph.total_cost()
+    best, tried = None, []
+    for value, build in family:
+        try:
+            s = build()
+        except ExecutionFailed:
+            continue
+        ev = evaluate(graph, s)
+        if caps is not None and any(c is not None and m > 1 + c for c, m in zip(caps, ev.compute_counts)):
+            continue
+        tried.append((value, ev.peak, ev.compute))
+        within = budget is None or ev.peak <= budget
+        if objective == "compute":
+            ok, key = within, (ev.compute, ev.peak, value != preferred)
+        else:
+            ok, key = ev.compute <= limit * (1 + 1e-12) and within, (ev.peak, ev.compute, value != preferred)
+        if ok and (best is None or key < best[0]):
+            best = (key, value, s, ev)
+    params = {tried_key or f"{knob}s_tried": tried}
+    if best is None:
+        return make_result(graph, None, solver=solver, status=Status.INFEASIBLE, objective=objective, params=params,
+                           message=f"{none_fits} {budget}" + (f" (least peak {min(p for _, p, _ in tried)})" if tried else ""))
+    _, value, s, ev = best
+    params[knob] = value
+    return make_result(graph, s, solver=solver, status=Status.FEASIBLE, objective=objective,
+                       claimed=ev.compute if objective == "compute" else ev.peak, params=params)

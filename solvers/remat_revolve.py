@@ -21,9 +21,7 @@ from __future__ import annotations
 
 from math import comb
 
-from formulations import evaluate
-from solvers.remat_executor import ExecutionFailed, Executor
-from solvers.result import Status, make_result
+from solvers.remat_executor import Executor, best_of_family
 
 SOLVER = "remat-revolve"
 
@@ -54,31 +52,7 @@ def schedule_for(graph, slots, caps=None, order=None):
 
 def solve(graph, budget, *, caps=None, objective="compute", eps=0.0):
     n = graph.n_ops
-    limit = (1 + eps) * graph.total_cost()
-    best, tried = None, []
-    for s in sorted({1, 2, 3, 4, 6, 8, 12, 16, 24, 32, n // 4, n // 2, n} - {0}):
-        if s > n:
-            continue
-        try:
-            sched = schedule_for(graph, s, caps)
-        except ExecutionFailed:
-            continue
-        ev = evaluate(graph, sched)
-        if caps is not None and any(c is not None and m > 1 + c for c, m in zip(caps, ev.compute_counts)):
-            continue
-        tried.append((s, ev.peak, ev.compute))
-        if objective == "compute":
-            ok, key = (budget is None or ev.peak <= budget), (ev.compute, ev.peak)
-        else:
-            ok, key = ev.compute <= limit * (1 + 1e-12) and (budget is None or ev.peak <= budget), (ev.peak, ev.compute)
-        if ok and (best is None or key < best[0]):
-            best = (key, s, sched, ev)
-    params = {"slots_tried": tried}
-    if best is None:
-        return make_result(graph, None, solver=SOLVER, status=Status.INFEASIBLE, objective=objective, params=params,
-                           message=f"revolve: no number of checkpoint slots fits budget {budget}"
-                           + (f" (least peak {min(p for _, p, _ in tried)})" if tried else ""))
-    _, s, sched, ev = best
-    params["slots"] = s
-    return make_result(graph, sched, solver=SOLVER, status=Status.FEASIBLE, objective=objective,
-                       claimed=ev.compute if objective == "compute" else ev.peak, params=params)
+    slots = sorted(s for s in {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, n // 4, n // 2, n} if 0 < s <= n)
+    return best_of_family(graph, ((s, lambda s=s: schedule_for(graph, s, caps)) for s in slots), budget=budget,
+                          caps=caps, objective=objective, eps=eps, solver=SOLVER, knob="slots", tried_key="slots_tried",
+                          none_fits="revolve: no number of checkpoint slots fits budget")
