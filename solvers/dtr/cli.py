@@ -1,4 +1,4 @@
-"""`memsched dtr {replay, sweep, explain, to-graph}`: parse, call the library, print."""
+"""`memsched dtr {replay, sweep, report, explain, to-graph}`: parse, call the library, print."""
 from __future__ import annotations
 
 import json
@@ -40,7 +40,8 @@ def run(args) -> int:
     if not cmd:
         args.dtr_parser.print_help()
         return 2
-    return {"replay": _replay, "sweep": _sweep, "explain": _explain, "to-graph": _to_graph}[cmd](args)
+    return {"replay": _replay, "sweep": _sweep, "explain": _explain, "to-graph": _to_graph,
+            "report": _report}[cmd](args)
 
 
 def _print_kv(d: dict, keys) -> None:
@@ -94,36 +95,25 @@ def _replay_graph(args, limit) -> int:
     return 0
 
 
-def _sweep(args) -> int:
-    import sys
+def _sweep_command(args, results: str | None) -> str:
+    """The command line that resumes this sweep."""
+    import shlex
 
-    from .replay import parse_limit
-    from .sweep import plot_sweep, sweep
+    parts = ["memsched", "dtr", "sweep", *args.trace, "--heuristic", args.heuristic, "--lo", str(args.lo),
+             "--hi", str(args.hi), "--step", str(args.step), "--resolution", str(args.resolution),
+             "--repeats", str(args.repeats), "--run-timeout", str(args.run_timeout),
+             "--overhead-limit", str(args.overhead_limit), "--refine", args.refine]
+    parts += ["--dask", args.dask] if args.dask else ["--jobs", str(args.jobs)]
+    parts += ["--results", results or "FILE.jsonl", "--resume"]
+    return shlex.join(parts)
 
-    limit = parse_limit(args.overhead_limit)
-    if args.jobs < 1 or args.jobs > 2:
-        raise MemschedError(f"--jobs must be 1 or 2 (the machine is shared), got {args.jobs}")
-    tr = _load(args)
 
-    def progress(n):
-        if not args.json and sys.stderr.isatty():
-            print(f"\r  {n} ratios sampled", end="", file=sys.stderr, flush=True)
-
-    res = sweep(tr, args.heuristic, lo=args.lo, hi=args.hi, step=args.step, resolution=args.resolution,
-                repeats=args.repeats, run_timeout=args.run_timeout, overhead_limit=limit, jobs=args.jobs,
-                progress=progress, refine=args.refine)
-    if args.plot:
-        plot_sweep(res, args.plot)
-    d = res.to_json()
-    if args.json:
-        print(json.dumps(d))
-        return 0
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
+def _print_sweep(res) -> None:
     counts = {}
     for p in res.points:
         counts[p.outcome] = counts.get(p.outcome, 0) + 1
-    print(f"trace {res.trace}  heuristic {res.heuristic}  {len(res.points)} ratios sampled in {res.wall_s:.1f} s")
+    reused = f" ({res.reused} replays reused from the results file)" if res.reused else ""
+    print(f"trace {res.trace}  heuristic {res.heuristic}  {len(res.points)} ratios sampled in {res.wall_s:.1f} s{reused}")
     print(f"outcomes: {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}")
     print(f"smallest feasible ratio: {res.min_feasible()}")
     if not res.holes:
@@ -131,8 +121,90 @@ def _sweep(args) -> int:
     for h in res.holes:
         print(f"hole: infeasible {h.first:.4f}..{h.last:.4f} ({len(h.ratios)} samples: {', '.join(sorted(set(h.outcomes)))}) "
               f"between feasible {h.feasible_below:.4f} and {h.feasible_above:.4f}")
-    if args.plot:
-        print(f"feasibility map written to {args.plot}")
+
+
+def _sweep(args) -> int:
+    import sys
+
+    from .replay import parse_limit
+    from .runtime import canonical_heuristic
+    from .sweep import SweepInterrupted, format_summary, plot_sweep, summarize_result, sweep_many
+
+    limit = parse_limit(args.overhead_limit)
+    if args.dask is None and (args.jobs < 1 or args.jobs > 2):
+        raise MemschedError(f"--jobs must be 1 or 2 (the machine is shared), got {args.jobs}")
+    if args.resume and not args.results:
+        raise MemschedError("--resume needs --results FILE.jsonl")
+    heuristics = [h.strip() for h in args.heuristic.split(",") if h.strip()]
+    if not heuristics:
+        raise MemschedError(f"--heuristic: no heuristic named in {args.heuristic!r}")
+    for h in heuristics:
+        canonical_heuristic(h)
+    for t in args.trace:
+        if not Path(t).is_file():
+            raise MemschedError(f"{t}: no such trace file")
+    pairs = [(t, h) for t in args.trace for h in heuristics]
+    log = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    from solvers.harness.executors import DaskExecutor, LocalExecutor
+
+    executor = DaskExecutor(args.dask) if args.dask else LocalExecutor(args.jobs)
+    try:
+        results = sweep_many(pairs, lo=args.lo, hi=args.hi, step=args.step, resolution=args.resolution,
+                             repeats=args.repeats, run_timeout=args.run_timeout, overhead_limit=limit,
+                             jobs=args.jobs, executor=executor, results=args.results, resume=args.resume,
+                             refine=args.refine, log=log)
+    except SweepInterrupted as e:
+        if args.results:
+            print(f"interrupted: {e.executed} replays of this run are kept in {args.results}"
+                  f"{f' (with {e.reused} reused ones)' if e.reused else ''}; resume with:\n  "
+                  f"{_sweep_command(args, args.results)}", file=sys.stderr)
+        else:
+            print(f"interrupted after {e.executed} replays; nothing was kept (no --results). "
+                  f"To keep progress next time:\n  {_sweep_command(args, None)}", file=sys.stderr)
+        return 130
+    for res in results:
+        if args.plot:
+            if len(results) == 1:
+                res.params["plot"] = args.plot
+            else:
+                stem = args.plot[:-4] if args.plot.endswith(".png") else args.plot
+                res.params["plot"] = f"{stem}-{Path(res.trace).stem[:28]}-{res.heuristic}.png"
+            plot_sweep(res, res.params["plot"])
+    if args.json:
+        for res in results:
+            print(json.dumps(res.to_json()))
+        return 0
+    for i, res in enumerate(results):
+        if i:
+            print()
+        _print_sweep(res)
+        if args.plot:
+            print(f"feasibility map written to {res.params['plot']}")
+    if len(results) > 1:
+        print()
+        print(format_summary([summarize_result(r) for r in results]))
+    if args.results:
+        print(f"results: {args.results}")
+    return 0
+
+
+def _report(args) -> int:
+    from solvers.harness.store import read_rows
+
+    from .sweep import format_summary, summarize_rows
+
+    rows = []
+    for f in args.results:
+        rows += read_rows(f)
+    items = summarize_rows(rows)
+    if not items:
+        raise MemschedError(f"{', '.join(args.results)}: no DTR replay rows (write them with dtr sweep --results)")
+    if args.json:
+        for d in items:
+            d = dict(d, holes=[h.to_json() for h in d["holes"]])
+            print(json.dumps(d))
+    else:
+        print(format_summary(items))
     return 0
 
 

@@ -11,24 +11,42 @@ Protocol (:func:`sweep`):
 3. determinism: every ratio next to an outcome change (and every infeasible ratio of a
    hole) is replayed ``repeats`` times in all; differing outcomes or clocks make the
    point 'nondeterministic' (treated as unresolved);
-4. a run past ``run_timeout`` seconds is 'unresolved': neither feasible nor infeasible.
+4. a run past ``run_timeout`` seconds is 'unresolved': neither feasible nor infeasible
+   (in a worker process it is also killed for real a little later, see below); a run
+   whose worker process died is 'error' (also neither).
 
 A *hole* is an infeasible ratio b (outcome oom or remat_exceeded) with a feasible ratio
 b' < b and a feasible ratio b'' > b among the sampled ones; consecutive infeasible
 samples form one hole region, bracketed by the nearest feasible samples on each side.
+
+Execution (:func:`sweep_many`): the protocol of each (trace, heuristic) sweep is a
+generator of batches of ratios; the replays of all batches of all sweeps go through one
+executor of the benchmark harness (:mod:`solvers.harness.executors`: a local pool of
+persistent worker processes, or Dask), as tasks of kind ``dtr_replay``
+(:func:`execute_replay_task`). A sweep's next batch is submitted as soon as its previous
+batch is complete, so several sweeps share the pool. Every replay appends one JSON line
+to the ``results`` file; ``resume`` reuses the replays already there.
 """
 from __future__ import annotations
 
-import multiprocessing as mp
+import hashlib
+import os
 import time
+from collections import deque
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
 
-from .replay import budget_for, load_trace, replay, trace_baseline
+from .replay import load_trace, replay, trace_baseline
 
-__all__ = ["Point", "Hole", "SweepResult", "find_holes", "sweep", "FEASIBLE", "INFEASIBLE"]
+__all__ = ["Point", "Hole", "SweepResult", "find_holes", "sweep", "sweep_many", "SweepInterrupted",
+           "InlineExecutor", "execute_replay_task", "trace_id", "summarize_rows", "summarize_result",
+           "format_summary", "report_rows",
+           "FEASIBLE", "INFEASIBLE", "UNRESOLVED"]
 
 FEASIBLE = ("ok",)
 INFEASIBLE = ("oom", "remat_exceeded")
+UNRESOLVED = ("unresolved", "nondeterministic", "error")
 
 
 @dataclass
@@ -69,6 +87,8 @@ class SweepResult:
     baseline_compute: int | float
     params: dict = field(default_factory=dict)
     wall_s: float = 0.0
+    replays: int = 0  # replays executed by this sweep
+    reused: int = 0  # replays taken from the results file (resume)
 
     def min_feasible(self) -> float | None:
         ok = [p.ratio for p in self.points if p.outcome == "ok"]
@@ -78,9 +98,9 @@ class SweepResult:
         return {"trace": self.trace, "heuristic": self.heuristic, "params": self.params,
                 "baseline_memory": self.baseline_memory, "baseline_compute": self.baseline_compute,
                 "samples": len(self.points), "min_feasible_ratio": self.min_feasible(),
-                "unresolved": [p.ratio for p in self.points if p.outcome in ("unresolved", "nondeterministic")],
+                "unresolved": [p.ratio for p in self.points if p.outcome in UNRESOLVED],
                 "holes": [h.to_json() for h in self.holes], "points": [p.to_json() for p in self.points],
-                "wall_s": round(self.wall_s, 3)}
+                "wall_s": round(self.wall_s, 3), "replays": self.replays, "reused": self.reused}
 
 
 def find_holes(points) -> list[Hole]:
@@ -106,30 +126,185 @@ def find_holes(points) -> list[Hole]:
     return holes
 
 
-# ------------------------------------------------------------------ workers
-_W: dict = {}
 
 
-def _init(path, heuristic, limit, timeout):
-    _W["trace"] = load_trace(path)
-    trace_baseline(_W["trace"])
-    _W["args"] = (heuristic, limit, timeout)
+# ------------------------------------------------------------------ protocol
+def _protocol(results: dict, grid: list[int], repeats: int, refine: str, max_refine_points: int):
+    """The sweep protocol as a generator of ``(phase, ks)`` batches of ratio indices
+    (ratio = k x resolution). Before asking for the next batch, the driver appends every
+    run of the current batch to ``results[k]``: a list of runs
+    ``(outcome, clock, peak, evictions, budget, wall_s)``; a point's class is the
+    outcome of its first run."""
+
+    def cls(k):
+        return results[k][0][0]
+
+    yield "coarse", list(grid)
+    # refinement: every interval whose end outcomes differ (dense scan or bisection)
+    scanned: set[tuple[int, int]] = set()
+    rnd = 0
+    while True:
+        ks = sorted(results)
+        todo = []
+        for a, b in zip(ks, ks[1:]):
+            if b - a > 1 and cls(a) != cls(b) and (a, b) not in scanned:
+                scanned.add((a, b))
+                if refine == "scan":
+                    todo.extend(range(a + 1, b))
+                else:
+                    todo.append((a + b) // 2)
+        if not todo:
+            break
+        if len(results) + len(todo) > max_refine_points:
+            todo = todo[: max(0, max_refine_points - len(results))]
+            if not todo:
+                break
+        rnd += 1
+        yield f"refine {rnd}", todo
+    # determinism: repeat the points next to a change, and hole points
+    ks = sorted(results)
+    need = set()
+    for a, b in zip(ks, ks[1:]):
+        if cls(a) != cls(b):
+            need.update((a, b))
+    for h in find_holes([(k, cls(k)) for k in ks]):
+        need.update(h.ratios)
+    for i in range(repeats - 1):
+        if need:
+            yield f"repeat {i + 2}", sorted(need)
 
 
-def _run_one(k_res):
-    k, res = k_res
-    h, limit, timeout = _W["args"]
-    r = replay(_W["trace"], k * res, heuristic=h, overhead_limit=limit, timeout=timeout)
-    return k, (r.outcome, r.clock, r.peak, r.evictions, r.budget, r.wall_s)
+# ------------------------------------------------------------------ trace identity
+def trace_id(tr) -> str:
+    """sha256 (hex) identifying a trace: of its log file's bytes when the sweep read it
+    from a file, else of its parsed content (operators and schedule). Cached in
+    ``tr.meta['_sha256']``."""
+    h = tr.meta.get("_sha256")
+    if h is None:
+        h = hashlib.sha256(repr((tr.ops, tr.schedule, tr.tensor_names, tr.has_start)).encode()).hexdigest()
+        tr.meta["_sha256"] = h
+    return h
 
 
-def sweep(trace, heuristic: str = "dtr", *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01,
-          resolution: float = 1e-4, repeats: int = 3, run_timeout: float | None = 60.0, overhead_limit: float = 2.0,
-          jobs: int = 1, progress=None, max_refine_points: int = 20000, refine: str = "scan") -> SweepResult:
-    """Coarse-to-fine sweep of ``trace`` for one heuristic (see the module docstring).
-    ``jobs`` > 1 uses that many worker processes (the trace path must be a file).
-    ``refine='bisect'`` bisects each change interval down to the resolution instead of
-    scanning it densely (cheaper for slow traces; finds one switch per interval)."""
+def _file_sha256(path) -> str:
+    d = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            d.update(chunk)
+    return d.hexdigest()
+
+
+def _load(trace):
+    """Parse ``trace`` (a path or a DTRTrace); a path's trace is identified by its file's sha256."""
+    if isinstance(trace, (str, Path)):
+        tr = load_trace(trace)
+        tr.meta.setdefault("_sha256", _file_sha256(trace))
+        return tr
+    return load_trace(trace)
+
+
+# ------------------------------------------------------------------ one replay (worker side)
+_TRACES: dict = {}  # instance hash -> DTRTrace, in a harness worker (sent once per worker)
+
+
+def _debug_hook(debug: dict, ratio: float) -> None:
+    """Test hooks: ``{"hang": [ratios], "crash": [ratios], "sleep": seconds}``."""
+
+    def hit(key):
+        return any(abs(ratio - x) < 1e-9 for x in debug.get(key, ()))
+
+    if hit("hang"):
+        while True:  # ignores the soft deadline: only the harness's kill ends it
+            time.sleep(3600)
+    if hit("crash"):
+        os._exit(3)
+    if debug.get("sleep"):
+        time.sleep(float(debug["sleep"]))
+
+
+def execute_replay_task(task: dict, trace=None, *, cache: bool = True) -> dict:
+    """Run one replay task (kind ``dtr_replay``): ``trace`` is the DTRTrace, sent with the
+    first task of each trace to a worker and cached there by ``task['instance_hash']``.
+    The replay itself stops at ``task['timeout']`` seconds (outcome 'unresolved'); the
+    executor kills the worker at ``task['hard_limit']``."""
+    h = task["instance_hash"]
+    if trace is not None and cache:
+        _TRACES.setdefault(h, trace)
+    tr = trace if trace is not None else _TRACES.get(h)
+    if tr is None:
+        return {"status": "error", "message": "worker has no copy of the trace (driver bug)", "wall_s": 0.0}
+    if task.get("debug"):
+        _debug_hook(task["debug"], task["ratio"])
+    r = replay(tr, task["ratio"], heuristic=task["heuristic"], overhead_limit=task["overhead_limit"],
+               seed=task["seed"], timeout=task["timeout"])
+    return {"status": "done", "outcome": r.outcome, "clock": r.clock, "peak": r.peak, "evictions": r.evictions,
+            "budget": r.budget, "wall_s": r.wall_s, "worker": f"pid{os.getpid()}"}
+
+
+class InlineExecutor:
+    """Runs replay tasks one at a time in this process (no hard kill: only the
+    replay's own deadline). Same interface as the harness executors."""
+
+    name = "inline"
+
+    def run(self, tasks: list[dict], texts: dict, on_done) -> None:
+        pending = deque(tasks)
+        while pending:
+            t = pending.popleft()
+            try:
+                out = execute_replay_task(t, texts[t["instance_hash"]], cache=False)
+            except Exception as e:  # a runtime bug: recorded like a worker's error
+                out = {"status": "error", "message": f"{type(e).__name__}: {e}", "wall_s": 0.0}
+            more = on_done(t, out)
+            if more:
+                pending.extend(more)
+
+
+# ------------------------------------------------------------------ driver
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep: the replays done so far are in ``results_file`` (if any)."""
+
+    def __init__(self, results_file, executed: int, reused: int):
+        super().__init__(f"sweep interrupted after {executed} replays")
+        self.results_file, self.executed, self.reused = results_file, executed, reused
+
+
+@dataclass
+class _State:
+    idx: int
+    trace: object
+    heuristic: str  # as given
+    hname: str  # canonical
+    tid: str
+    base: dict
+    gen: object = None
+    results: dict = field(default_factory=dict)
+    used: dict = field(default_factory=dict)
+    left: int = 0
+    phase: str = ""
+    replays: int = 0
+    reused: int = 0
+    batch_replays: int = 0
+    batch_reused: int = 0
+    t0: float = 0.0
+    wall_s: float = 0.0
+    done: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{Path(str(self.trace.path)).stem[:28]} {self.heuristic}"
+
+
+def _reusable(row: dict, run_timeout) -> bool:
+    o = row.get("outcome")
+    if o in FEASIBLE or o in INFEASIBLE:
+        return True
+    # a replay that did not finish in T seconds is not retried with a limit <= T
+    rt = row.get("run_timeout")
+    return o == "unresolved" and rt is not None and run_timeout is not None and rt >= run_timeout
+
+
+def _check(lo, hi, step, resolution, refine, repeats, jobs):
     from formulations import MemschedError
 
     if not (0 < lo <= hi):
@@ -140,88 +315,291 @@ def sweep(trace, heuristic: str = "dtr", *, lo: float = 0.1, hi: float = 1.0, st
         raise MemschedError(f"sweep: refine must be 'scan' or 'bisect', got {refine!r}")
     if repeats < 1:
         raise MemschedError(f"sweep: --repeats must be >= 1, got {repeats}")
+    if jobs < 1:
+        raise MemschedError(f"sweep: --jobs must be >= 1, got {jobs}")
+
+
+def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01, resolution: float = 1e-4,
+               repeats: int = 3, run_timeout: float | None = 60.0, overhead_limit: float = 2.0, jobs: int = 1,
+               executor=None, dask=None, results=None, resume: bool = False, seed: int = 0,
+               refine: str = "scan", max_refine_points: int = 20000, kill_grace: float | None = None,
+               progress=None, log=None, debug: dict | None = None) -> list[SweepResult]:
+    """Run the sweep protocol for every ``(trace, heuristic)`` of ``pairs`` concurrently,
+    all replays through one executor; returns one SweepResult per pair, in order.
+
+    ``executor``: a harness executor (``LocalExecutor``, ``DaskExecutor``) or
+    ``InlineExecutor``; default: ``DaskExecutor(dask)`` if ``dask``, else
+    ``LocalExecutor(jobs)`` if ``jobs`` > 1, else inline. In a worker process a replay
+    stops itself at ``run_timeout`` s and is killed at ``run_timeout + kill_grace`` s
+    (default grace: max(2 s, run_timeout / 4)); both are recorded as 'unresolved', a
+    dead worker as 'error'.
+    ``results``: a JSON-lines file receiving one row per replay (an existing non-empty
+    file needs ``resume``); with ``resume`` the replays already in it are reused
+    (same trace sha256, START flag, heuristic, budget, overhead limit and seed; an
+    unresolved one only when its run_timeout was >= this one).
+    ``progress(n)``: called with the number of sampled ratios of a sweep after each of
+    its batches; ``log(line)``: one progress line per batch. Ctrl-C raises
+    :class:`SweepInterrupted` (a KeyboardInterrupt) after the workers are stopped."""
+    from formulations import MemschedError
+    from solvers.harness.store import ResultStore, read_rows
+
+    from .runtime import canonical_heuristic
+
+    _check(lo, hi, step, resolution, refine, repeats, jobs)
     t_start = time.perf_counter()
-    tr = load_trace(trace)
-    base = trace_baseline(tr)
     res = resolution
     klo, khi = round(lo / res), round(hi / res)
-    # grid in resolution units
     kstep = max(1, round(step / res))
     grid = list(range(klo, khi + 1, kstep))
     if grid[-1] != khi:
         grid.append(khi)
-    results: dict[int, list] = {}
-    pool = None
-    if jobs > 1:
-        ctx = mp.get_context("fork")
-        pool = ctx.Pool(jobs, initializer=_init, initargs=(tr.path, heuristic, overhead_limit, run_timeout))
+    limit = float(overhead_limit)
+    if run_timeout is None:
+        hard = 1e7
     else:
-        _W["trace"] = tr
-        _W["args"] = (heuristic, overhead_limit, run_timeout)
+        hard = run_timeout + (kill_grace if kill_grace is not None else max(2.0, run_timeout / 4))
 
-    def run_many(ks):
-        ks = list(ks)
-        items = [(k, res) for k in ks]
-        out = pool.map(_run_one, items, chunksize=1) if pool else [_run_one(it) for it in items]
-        for k, v in out:
-            results.setdefault(k, []).append(v)
+    loaded: dict = {}
+    states: list[_State] = []
+    for i, (trace, heuristic) in enumerate(pairs):
+        hname = canonical_heuristic(heuristic)
+        ck = str(trace) if isinstance(trace, (str, Path)) else id(trace)
+        if ck not in loaded:
+            loaded[ck] = _load(trace)
+        tr = loaded[ck]
+        st = _State(i, tr, heuristic, hname, f"{trace_id(tr)}/start={int(tr.has_start)}", trace_baseline(tr))
+        st.gen = _protocol(st.results, grid, repeats, refine, max_refine_points)
+        states.append(st)
+    if not states:
+        return []
+
+    if executor is None:
+        from solvers.harness.executors import DaskExecutor, LocalExecutor
+
+        executor = DaskExecutor(dask) if dask is not None else LocalExecutor(jobs) if jobs > 1 else InlineExecutor()
+
+    store, reuse = None, {}
+    if results is not None:
+        store = ResultStore(results)
+        if store.exists() and not resume:
+            raise MemschedError(f"{results}: results file exists; use --resume to continue it, or choose another file")
+        if resume and store.exists():
+            for row in read_rows(results):
+                if row.get("kind") != "dtr_replay" or not _reusable(row, run_timeout):
+                    continue
+                try:
+                    key = (row["trace_sha256"], bool(row["start"]), row["heuristic"], int(row["budget"]),
+                           float(row["overhead_limit"]), int(row.get("seed", 0)))
+                except (KeyError, TypeError, ValueError):
+                    continue
+                reuse.setdefault(key, []).append(row)
+    texts = {st.tid: st.trace for st in states}
+    totals = {"replays": 0, "reused": 0}
+
+    def say(st, what):
+        if log:
+            el = time.perf_counter() - st.t0
+            log(f"[{st.label}] {what}: {len(st.results)} ratios sampled, {st.replays} replays"
+                f"{f' ({st.reused} reused)' if st.reused else ''}, {el:.1f} s")
+
+    def finish_batch(st):
         if progress:
-            progress(len(results))
+            progress(len(st.results))
+        if log:
+            say(st, f"{st.phase} ({st.batch_replays + st.batch_reused} runs)")
 
-    def cls(k):
-        o = results[k][0][0]
-        return o
-
-    try:
-        run_many(grid)
-        # refinement: dense scan of every interval whose end outcomes differ
-        scanned: set[tuple[int, int]] = set()
+    def advance(st) -> list[dict]:
+        """The next batch of ``st`` as tasks (replays found in the results file are
+        taken from there); [] when the sweep is complete."""
         while True:
-            ks = sorted(results)
-            todo = []
-            for a, b in zip(ks, ks[1:]):
-                if b - a > 1 and cls(a) != cls(b) and (a, b) not in scanned:
-                    scanned.add((a, b))
-                    if refine == "scan":
-                        todo.extend(range(a + 1, b))
-                    else:
-                        todo.append((a + b) // 2)
-            if not todo:
-                break
-            if len(results) + len(todo) > max_refine_points:
-                todo = todo[: max(0, max_refine_points - len(results))]
-                if not todo:
-                    break
-            run_many(todo)
-        # determinism: repeat the points next to a change, and hole points
-        ks = sorted(results)
-        need = set()
-        for a, b in zip(ks, ks[1:]):
-            if cls(a) != cls(b):
-                need.update((a, b))
-        pts0 = [(k * res, cls(k)) for k in ks]
-        for h in find_holes(pts0):
-            need.update(round(r / res) for r in h.ratios)
-        for _ in range(repeats - 1):
-            if need:
-                run_many(sorted(need))
+            try:
+                st.phase, ks = next(st.gen)
+            except StopIteration:
+                st.done = True
+                st.wall_s = time.perf_counter() - st.t0
+                if log:
+                    say(st, "done")
+                return []
+            st.batch_replays = st.batch_reused = 0
+            tasks = []
+            for k in ks:
+                ratio = k * res
+                budget = int(st.base["baseline_memory"] * ratio)
+                key = (trace_id(st.trace), bool(st.trace.has_start), st.hname, budget, limit, seed)
+                n = st.used.get(key, 0)
+                st.used[key] = n + 1
+                rows = reuse.get(key)
+                if rows and n < len(rows):
+                    r = rows[n]
+                    st.results.setdefault(k, []).append((r["outcome"], r.get("clock"), r.get("peak"),
+                                                         r.get("evictions"), budget, float(r.get("wall_s") or 0.0)))
+                    st.reused += 1
+                    st.batch_reused += 1
+                    totals["reused"] += 1
+                    continue
+                tasks.append({"key": f"dtr:{trace_id(st.trace)[:12]}:{st.hname}:{budget}:{n}:{os.urandom(4).hex()}",
+                              "kind": "dtr_replay", "instance_hash": st.tid, "sweep": st.idx, "k": k,
+                              "ratio": ratio, "budget": budget, "heuristic": st.hname, "overhead_limit": limit,
+                              "seed": seed, "timeout": run_timeout, "time_limit": run_timeout, "hard_limit": hard,
+                              "debug": debug})
+            if tasks:
+                st.left = len(tasks)
+                return tasks
+            finish_batch(st)
+
+    def on_done(task, out):
+        st = states[task["sweep"]]
+        status = out.get("status")
+        clock = peak = ev = None
+        wall = float(out.get("wall_s") or 0.0)
+        if status == "done":
+            outcome, clock, peak, ev = out["outcome"], out["clock"], out["peak"], out["evictions"]
+        elif status == "timeout":
+            outcome = "unresolved"
+        else:
+            outcome = "error"
+        st.results.setdefault(task["k"], []).append((outcome, clock, peak, ev, task["budget"], wall))
+        st.replays += 1
+        st.batch_replays += 1
+        totals["replays"] += 1
+        if store is not None:
+            row = {"key": task["key"], "kind": "dtr_replay", "trace": str(st.trace.path),
+                   "trace_sha256": trace_id(st.trace), "start": bool(st.trace.has_start), "heuristic": st.hname,
+                   "ratio": round(task["k"] * res, 10), "budget": task["budget"], "overhead_limit": limit,
+                   "seed": seed, "run_timeout": run_timeout, "outcome": outcome, "clock": clock, "peak": peak,
+                   "evictions": ev, "wall_s": round(wall, 6), "baseline_memory": st.base["baseline_memory"],
+                   "baseline_compute": st.base["baseline_compute"], "status": status,
+                   "worker": out.get("worker"), "executor": getattr(executor, "name", type(executor).__name__),
+                   "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            if out.get("message"):
+                row["message"] = out["message"]
+            store.append(row)
+        st.left -= 1
+        if st.left == 0:
+            finish_batch(st)
+            return advance(st)
+        return None
+
+    if store is not None:
+        store.open(resume)
+    try:
+        tasks = []
+        for st in states:
+            st.t0 = time.perf_counter()
+            tasks += advance(st)
+        if tasks:
+            executor.run(tasks, texts, on_done)
+    except KeyboardInterrupt:
+        raise SweepInterrupted(results, totals["replays"], totals["reused"]) from None
     finally:
-        if pool:
-            pool.close()
-            pool.join()
-    points = []
-    for k in sorted(results):
-        runs = results[k]
-        o, clock, peak, ev, budget, _ = runs[0]
-        if any((x[0], x[1]) != (o, clock) for x in runs[1:]):
-            o = "nondeterministic"
-        points.append(Point(round(k * res, 10), budget, o, clock, peak, ev, len(runs), sum(x[5] for x in runs)))
-    return SweepResult(trace=str(tr.path), heuristic=heuristic, points=points, holes=find_holes(points),
-                       baseline_memory=base["baseline_memory"], baseline_compute=base["baseline_compute"],
-                       params={"lo": lo, "hi": hi, "step": step, "resolution": resolution, "repeats": repeats,
-                               "run_timeout": run_timeout, "overhead_limit": overhead_limit, "jobs": jobs,
-                "refine": refine},
-                       wall_s=time.perf_counter() - t_start)
+        if store is not None:
+            store.close()
+    unfinished = [st.label for st in states if not st.done]
+    if unfinished:  # an executor that returned early: a bug, never a silent partial map
+        raise RuntimeError(f"sweep: executor {executor!r} stopped before {', '.join(unfinished)} finished")
+    wall = time.perf_counter() - t_start
+    out = []
+    for st in states:
+        points = []
+        for k in sorted(st.results):
+            runs = st.results[k]
+            o, clock, peak, ev, budget, _ = runs[0]
+            if any((x[0], x[1]) != (o, clock) for x in runs[1:]):
+                o = "nondeterministic"
+            points.append(Point(round(k * res, 10), budget, o, clock, peak, ev, len(runs), sum(x[5] for x in runs)))
+        out.append(SweepResult(
+            trace=str(st.trace.path), heuristic=st.heuristic, points=points, holes=find_holes(points),
+            baseline_memory=st.base["baseline_memory"], baseline_compute=st.base["baseline_compute"],
+            params={"lo": lo, "hi": hi, "step": step, "resolution": resolution, "repeats": repeats,
+                    "run_timeout": run_timeout, "overhead_limit": overhead_limit, "jobs": jobs, "refine": refine,
+                    "executor": getattr(executor, "name", "?"), "trace_sha256": trace_id(st.trace),
+                    "results": None if results is None else str(results)},
+            wall_s=st.wall_s if len(states) > 1 else wall, replays=st.replays, reused=st.reused))
+    return out
+
+
+def sweep(trace, heuristic: str = "dtr", *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01,
+          resolution: float = 1e-4, repeats: int = 3, run_timeout: float | None = 60.0, overhead_limit: float = 2.0,
+          jobs: int = 1, progress=None, max_refine_points: int = 20000, refine: str = "scan",
+          **kw) -> SweepResult:
+    """Coarse-to-fine sweep of ``trace`` for one heuristic (see the module docstring).
+    ``jobs`` > 1 runs the replays in that many harness worker processes (hard kill past
+    the run timeout); ``refine='bisect'`` bisects each change interval down to the
+    resolution instead of scanning it densely (cheaper for slow traces; finds one
+    switch per interval). Further keywords (``executor``, ``dask``, ``results``,
+    ``resume``, ``seed``, ``log``, ...) as for :func:`sweep_many`."""
+    return sweep_many([(trace, heuristic)], lo=lo, hi=hi, step=step, resolution=resolution, repeats=repeats,
+                      run_timeout=run_timeout, overhead_limit=overhead_limit, jobs=jobs, progress=progress,
+                      max_refine_points=max_refine_points, refine=refine, **kw)[0]
+
+
+# ------------------------------------------------------------------ results files
+def _summary(trace, sha, heuristic, limit, points, replays) -> dict:
+    counts: dict = {}
+    for p in points:
+        counts[p.outcome] = counts.get(p.outcome, 0) + 1
+    ok = [p.ratio for p in points if p.outcome in FEASIBLE]
+    return {"trace": trace, "trace_sha256": sha, "heuristic": heuristic, "overhead_limit": limit,
+            "samples": len(points), "replays": replays, "outcomes": counts, "min_feasible_ratio": min(ok) if ok else None,
+            "unresolved": sum(1 for p in points if p.outcome in UNRESOLVED), "holes": find_holes(points)}
+
+
+def summarize_result(r: SweepResult) -> dict:
+    """The summary of a SweepResult (as :func:`summarize_rows` gives for a results file)."""
+    return _summary(Path(r.trace).name, r.params.get("trace_sha256"), r.heuristic, r.params.get("overhead_limit"),
+                    r.points, r.replays + r.reused)
+
+
+def summarize_rows(rows) -> list[dict]:
+    """Per (trace, heuristic, overhead limit, seed): the feasibility summary of the
+    ``dtr_replay`` rows of a results file. A ratio's outcome is its first row's; rows
+    that disagree (outcome or clock) make it 'nondeterministic'."""
+    groups: dict = {}
+    for r in rows:
+        if r.get("kind") != "dtr_replay":
+            continue
+        g = (r.get("trace_sha256"), r.get("start"), r.get("heuristic"), r.get("overhead_limit"), r.get("seed", 0))
+        groups.setdefault(g, []).append(r)
+    out = []
+    for (sha, _start, h, limit, _seed), rs in groups.items():
+        by_ratio: dict = {}
+        for r in rs:
+            by_ratio.setdefault(float(r["ratio"]), []).append(r)
+        points = []
+        for ratio in sorted(by_ratio):
+            runs = by_ratio[ratio]
+            o, clock = runs[0]["outcome"], runs[0].get("clock")
+            if any((x["outcome"], x.get("clock")) != (o, clock) for x in runs[1:]):
+                o = "nondeterministic"
+            points.append(Point(ratio, runs[0].get("budget"), o, clock, runs[0].get("peak"), runs[0].get("evictions"),
+                                len(runs), sum(float(x.get("wall_s") or 0.0) for x in runs)))
+        out.append(_summary(Path(str(rs[0].get("trace"))).name, sha, h, limit, points, len(rs)))
+    out.sort(key=lambda d: (d["trace"], d["heuristic"], str(d["overhead_limit"])))
+    return out
+
+
+def format_summary(items: list[dict]) -> str:
+    """A markdown table of summaries, then one line per hole."""
+    lines = ["| trace | heuristic | limit | samples | replays | ok | oom | remat_exceeded | unresolved "
+             "| smallest feasible | holes |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    holes = []
+    for d in items:
+        c = d["outcomes"]
+        mf = d["min_feasible_ratio"]
+        lines.append(f"| {d['trace'][:40]} | {d['heuristic']} | {d['overhead_limit']} | {d['samples']} | {d['replays']} "
+                     f"| {c.get('ok', 0)} | {c.get('oom', 0)} | {c.get('remat_exceeded', 0)} | {d['unresolved']} "
+                     f"| {'-' if mf is None else f'{mf:.4f}'} | {len(d['holes'])} |")
+        for h in d["holes"]:
+            holes.append(f"hole ({d['trace'][:40]}, {d['heuristic']}): infeasible {h.first:.4f}..{h.last:.4f} "
+                         f"({len(h.ratios)} samples: {', '.join(sorted(set(h.outcomes)))}) between feasible "
+                         f"{h.feasible_below:.4f} and {h.feasible_above:.4f}")
+    return "\n".join(lines + ([""] + holes if holes else []))
+
+
+def report_rows(rows) -> str:
+    """The text of ``memsched report`` / ``memsched dtr report`` for DTR replay rows."""
+    items = summarize_rows(rows)
+    return format_summary(items) if items else "no DTR replay rows"
 
 
 def plot_sweep(result: SweepResult, path: str) -> None:

@@ -40,6 +40,16 @@ def report(args) -> int:
         print(f"memsched report: warning: {n}", file=sys.stderr)
     if not rows:
         raise MemschedError(f"{', '.join(args.results)}: no result rows")
+    dtr = [r for r in rows if r.get("kind") == "dtr_replay"]  # from `memsched dtr sweep --results`
+    if dtr:
+        from solvers.dtr.sweep import report_rows
+
+        print("## DTR budget sweeps\n")
+        print(report_rows(dtr))
+        rows = [r for r in rows if r.get("kind") != "dtr_replay"]
+        if not rows:
+            return 0
+        print()
     out_dir = Path(args.output_dir) if args.output_dir else None
     rep = build_report(rows, out_dir=out_dir, plots=out_dir is not None and not getattr(args, "no_plots", False),
                        base=Path(args.results[0]).resolve().parent)

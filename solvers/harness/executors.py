@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from pathlib import Path
 
 from .worker import recv_msg, send_msg
@@ -194,10 +195,11 @@ class LocalExecutor:
 
     def run(self, tasks: list[dict], texts: dict[str, str], on_done) -> None:
         """Run every task; call ``on_done(task, outcome)`` in the driver as each ends
-        (in completion order). Ctrl-C kills the workers and propagates."""
+        (in completion order); a list that ``on_done`` returns is queued as more tasks
+        (their texts must be in ``texts`` by then). Ctrl-C kills the workers and propagates."""
         if not tasks:
             return
-        pending = list(reversed(tasks))
+        pending = deque(tasks)
         workers: list[WorkerProc] = []
         sel = selectors.DefaultSelector()
 
@@ -215,9 +217,20 @@ class LocalExecutor:
             workers.remove(w)
 
         def dispatch(w):
-            if pending:
-                t = pending.pop()
+            if pending and w.task is None:
+                t = pending.popleft()
                 w.send(t, texts[t["instance_hash"]])
+
+        def fill():
+            for w in workers:
+                dispatch(w)
+            while pending and len(workers) < self.jobs:
+                dispatch(spawn())
+
+        def done(t, out):
+            more = on_done(t, out)
+            if more:
+                pending.extend(more)
 
         t_start = time.perf_counter()
         try:
@@ -239,9 +252,8 @@ class LocalExecutor:
                         retire(w)
                         w.close()
                         if t is not None:
-                            on_done(t, out)
-                        if pending:
-                            dispatch(spawn())
+                            done(t, out)
+                        fill()
                         continue
                     if "hello" in msg:
                         w.ready = True
@@ -253,8 +265,8 @@ class LocalExecutor:
                     w.task = None
                     msg["run_s"] = time.perf_counter() - w.started
                     msg["dispatch_s"] = w.started - t_start
-                    on_done(t, msg)
-                    dispatch(w)
+                    done(t, msg)
+                    fill()
                 now = time.perf_counter()
                 for w in [w for w in workers if w.task is not None]:
                     limit = w.task["hard_limit"] if w.ready else STARTUP_LIMIT
@@ -262,10 +274,9 @@ class LocalExecutor:
                         t, el = w.task, now - w.started
                         retire(w)
                         w.kill()
-                        on_done(t, timeout_outcome(limit, el, t.get("time_limit")) if w.ready
-                                else crash_outcome(None, el, "worker did not start in time"))
-                        if pending:
-                            dispatch(spawn())
+                        done(t, timeout_outcome(limit, el, t.get("time_limit")) if w.ready
+                             else crash_outcome(None, el, "worker did not start in time"))
+                        fill()
         finally:
             # idle workers hold nothing of value: kill them rather than wait for a
             # clean interpreter shutdown (which costs ~0.1-0.5 s per worker)
@@ -335,11 +346,11 @@ class DaskExecutor:
             window = self.window or 2 * nthreads
             scattered = {}
             futures = {}
-            pending = list(reversed(tasks))
+            pending = deque(tasks)
             ac = as_completed()
 
             def submit():
-                t = pending.pop()
+                t = pending.popleft()
                 h = t["instance_hash"]
                 if h not in scattered:
                     scattered[h] = client.scatter(texts[h], hash=False, broadcast=False)
@@ -355,9 +366,11 @@ class DaskExecutor:
                     out = f.result()
                 except Exception as e:  # the Dask worker itself died: record, go on
                     out = {"status": "error", "wall_s": 0.0, "message": f"dask task failed: {type(e).__name__}: {e}"}
-                on_done(t, out)
+                more = on_done(t, out)  # a returned list: more tasks (as for LocalExecutor)
+                if more:
+                    pending.extend(more)
                 f.release()
-                if pending:
+                while pending and len(futures) < window:
                     submit()
         finally:
             if own:

@@ -3,7 +3,9 @@
 ``python -m solvers.harness.worker`` reads length-prefixed pickled messages on stdin
 and answers on (the original) stdout; the solver's own prints go to stderr. A
 message is ``{"task": {...}, "text": canonical graph JSON or None}``; graphs are
-cached by hash, so the driver sends each graph once per worker. The worker dies
+cached by hash, so the driver sends each graph once per worker. A task of kind
+``dtr_replay`` is one replay of a DTR trace sweep; its "text" is the parsed trace
+(:func:`solvers.dtr.sweep.execute_replay_task`). The worker dies
 with its driver (Linux: PR_SET_PDEATHSIG), and the executors kill it (its whole
 process group) when a run exceeds its hard limit.
 
@@ -142,6 +144,10 @@ def execute(task: dict, graph, given_peak: int, baseline: float) -> dict:
 
 def handle(msg: dict, cache: GraphCache) -> dict:
     task = msg["task"]
+    if task.get("kind") == "dtr_replay":  # one replay of a DTR trace sweep (solvers.dtr.sweep)
+        from solvers.dtr.sweep import execute_replay_task
+
+        return execute_replay_task(task, msg.get("text"))
     h = task["instance_hash"]
     if msg.get("text") is not None and h not in cache:
         cache.add(h, msg["text"])
