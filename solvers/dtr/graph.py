@@ -198,7 +198,7 @@ def graph_to_trace(graph: Graph) -> tuple[DTRTrace, list[int], list[int], frozen
 
 
 def replay_graph(graph: Graph, budget_bytes: int, heuristic: str = "dtr", overhead_limit: float = 2.0,
-                 *, seed: int = 0) -> SolveResult:
+                 *, seed: int = 0, timeout: float | None = None) -> SolveResult:
     """Replay ``graph`` (its given order) with the DTR runtime under ``budget_bytes``.
 
     Graph inputs are all kept resident (DTR cannot recompute them), so the budget must
@@ -206,7 +206,9 @@ def replay_graph(graph: Graph, budget_bytes: int, heuristic: str = "dtr", overhe
     runtime performed (compute events including recomputations, free events for eager
     releases and evictions), re-checked by the evaluator through make_result (objective 'compute';
     ``peak`` is the evaluator's). On OOM or when the recompute limit
-    ``total_cost x (overhead_limit - 1)`` is exceeded: status 'infeasible' with a message."""
+    ``total_cost x (overhead_limit - 1)`` is exceeded: status 'infeasible' with a message.
+    ``timeout`` seconds (optional): past it the replay stops with status 'timeout' (no
+    schedule; neither feasible nor infeasible)."""
     if isinstance(budget_bytes, bool) or not isinstance(budget_bytes, (int, float)) or budget_bytes < 0:
         raise MemschedError(f"replay_graph: budget_bytes must be a non-negative number, got {budget_bytes!r}")
     h = canonical_heuristic(heuristic)
@@ -215,10 +217,16 @@ def replay_graph(graph: Graph, budget_bytes: int, heuristic: str = "dtr", overhe
     total = graph.total_cost()
     limit = total * (overhead_limit - 1) if not math.isinf(overhead_limit) else math.inf
     rt = Runtime(tr, budget_bytes, h, remat_limit=limit, record=True, seed=seed,
-                 workspace=tr.meta["workspace"], free_on_release=fr)
-    out = rt.run()
-    wall = time.perf_counter() - t0
+                 workspace=tr.meta["workspace"], free_on_release=fr,
+                 deadline=None if timeout is None else time.perf_counter() + timeout)
     params = {"budget": budget_bytes, "heuristic": h, "overhead_limit": overhead_limit}
+    try:
+        out = rt.run()
+    except TimeoutError:
+        return SolveResult(solver="dtr-replay", status=Status.TIMEOUT, wall_s=time.perf_counter() - t0,
+                           params=params, objective="compute",
+                           message=f"DTR ({h}) replay stopped after the {timeout} s timeout")
+    wall = time.perf_counter() - t0
     extra = {"dtr_peak": rt.peak, "evictions": rt.evictions, "eager_evictions": rt.eager_evictions,
              "dtr_recomputations": rt.remat_count, "outcome": out}
     if out != "ok":
