@@ -314,11 +314,19 @@ def write_section(rows, ratios, a) -> None:
     L += sweep_section()
     L += lookahead_section()
     L += price_section()
+    for extra in EXTRA_SUBSECTIONS:  # written by other DTR benchmark scripts
+        if (SWEEPS / extra).is_file():
+            L += [(SWEEPS / extra).read_text().rstrip(), ""]
     SECTION.write_text("\n".join(L) + "\n")
     print(f"wrote {SECTION}")
 
 
 SWEEPS = SECTION.parent / "60-dtr"
+# subsections written by benchmarks/bench_dtr_price.py and benchmarks/bench_dtr_harness.py
+EXTRA_SUBSECTIONS = ["price_traces.md", "harness_sweeps.md"]
+
+
+MAX_EXPLAINED = 12  # holes explained per sweep (the section says when more were found)
 
 
 def run_sweeps(a) -> int:
@@ -340,7 +348,7 @@ def run_sweeps(a) -> int:
         d = res.to_json()
         d["load"] = load0
         d["explanations"] = []
-        for h in res.holes[:3]:
+        for h in res.holes[:MAX_EXPLAINED]:
             e = explain(path, h.first, h.feasible_below, heuristic=a.sweep_heuristic)
             d["explanations"].append({"hole": h.to_json(), "text": format_explanation(e)})
         stem = f"{name}-{a.sweep_heuristic}{a.tag}"
@@ -581,7 +589,7 @@ def _ascii_map(points, lo, hi, step=0.01):
 def sweep_section() -> list[str]:
     if not SWEEPS.is_dir():
         return []
-    files = sorted(f for f in SWEEPS.glob("*.json") if f.name not in ("lookahead.json", "speed.json"))
+    files = sorted(f for f in SWEEPS.glob("*.json") if "points" in json.loads(f.read_text()))
     if not files:
         return []
     L = ["### Budget sweeps and feasibility holes", "",
@@ -611,8 +619,11 @@ def sweep_section() -> list[str]:
     L += ["", "```"] + maps + ["```", ""]
     for f in files:
         d = json.loads(f.read_text())
+        name = Path(d["trace"]).name.split("-")[0]
+        if len(d["holes"]) > len(d.get("explanations", [])):
+            L += [f"({name}, {d['heuristic']}: {len(d['holes'])} holes, the first "
+                  f"{len(d.get('explanations', []))} explained below.)", ""]
         for e in d.get("explanations", []):
-            name = Path(d["trace"]).name.split("-")[0]
             h = e["hole"]
             L += [f"**Explanation: {name}, {d['heuristic']}, hole at {h['first']:.4f} vs feasible "
                   f"{h['feasible_below']:.4f}** (`memsched dtr explain TRACE --budget {h['first']} "

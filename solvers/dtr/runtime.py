@@ -44,6 +44,68 @@ class _Cycle(Exception):
     """The evicted storage graph has a cycle (closure memo not applicable)."""
 
 
+_LOG_BLOCK = 32
+
+
+class _Log(list):
+    """A log of closure updates (mark, add, checks) with, per block of _LOG_BLOCK
+    records, the union of their marks (``bm``)."""
+    __slots__ = ("bm",)
+
+    def __init__(self):
+        super().__init__()
+        self.bm: list = []
+
+    def add(self, rec) -> None:
+        if len(self) % _LOG_BLOCK:
+            self.bm[-1] |= rec[0]
+        else:
+            self.bm.append(rec[0])
+        self.append(rec)
+
+    def reset(self) -> None:
+        self.clear()
+        self.bm.clear()
+
+
+def _storage_dag(trace: DTRTrace) -> bool:
+    """True when the storage graph of all of the trace's computed operators (argument storage ->
+    result storage, self-loops left out) is acyclic (Kahn's algorithm). Every adjacency a
+    replay builds is a subgraph of it."""
+    n = trace.n_tensors
+    st = list(range(n))
+    succ: dict = {}
+    for kind, x in trace.schedule:
+        if kind != COMPUTE:
+            continue
+        op = trace.ops[x]
+        for i, t in enumerate(op.results):
+            a = op.aliases[i]
+            if a != -1:
+                st[t] = st[op.args[a]]
+        rs = {st[t] for t in op.results}
+        for p in op.args:
+            ps = st[p]
+            for r in rs:
+                if r != ps:
+                    succ.setdefault(ps, set()).add(r)
+    indeg: dict = {}
+    for ps, rs in succ.items():
+        for r in rs:
+            indeg[r] = indeg.get(r, 0) + 1
+    stack = [x for x in succ if x not in indeg]
+    seen = 0
+    while stack:
+        x = stack.pop()
+        seen += 1
+        for r in succ.get(x, ()):
+            indeg[r] -= 1
+            if indeg[r] == 0:
+                stack.append(r)
+    nodes = set(succ) | set(indeg)
+    return seen == len(nodes)
+
+
 # name -> (simrd class name, features)   features: 'regions', 'eq'
 HEURISTICS = {
     "dtr": ("DTR", "regions"),
@@ -143,7 +205,6 @@ class Runtime:
         self.t_op = trace.tensor_op
         self.t_idx = trace.tensor_index
         self.t_parents = [ops[trace.tensor_op[t]].args for t in range(n)]
-        self.t_children: list[list[int]] = [[] for _ in range(n)]
         self.t_sibs = [tuple(r for r in ops[trace.tensor_op[t]].results if r != t) for t in range(n)]
         self.t_storage = [-1] * n
         self.t_defined = [False] * n
@@ -163,26 +224,64 @@ class Runtime:
             self.adj_p = [set() for _ in range(n)]
             self.evicted: set = set()
         if self.use_regions:
-            # regions as bitmasks over storage ids (Python ints)
+            # regions as bitmasks (Python ints) over a dense numbering of the storages:
+            # storage roots (outputs that alias nothing) numbered in increasing id order, so
+            # a mask is narrower than one over tensor ids and lists its storages in the same
+            # order (sbit[s] = 1 << dense(s), d2s[dense] = s)
             self.rg_int = [0] * n
             self.rg_front = [0] * n
             self.rg_c = [0] * n
             self.rr_int = [0] * n
             self.rr_front = [0] * n
+            self.rr_c = [0] * n
             import numpy as np
 
-            ints = all(isinstance(c, int) for c in self.o_cost)
+            roots = sorted(t for op in ops for i, t in enumerate(op.results) if op.aliases[i] == -1)
+            self.d2s = roots
+            self.s2d = s2d = [-1] * n
+            self.sbit = sbit = [0] * n
+            for k, s in enumerate(roots):
+                s2d[s] = k
+                sbit[s] = 1 << k
+            m = len(roots)
+            self._ints = ints = all(isinstance(c, int) for c in self.o_cost)
             self._np = np
-            self.comp_np = np.zeros(n, dtype=np.int64 if ints else np.float64)
-            self._nbytes = (n + 7) // 8
-            self.rr_c = [0] * n
+            self._nbytes = (m + 7) // 8
+            self.comp_np = np.zeros(m, dtype=np.int64 if ints else np.float64)
+            if ints:
+                # weight table: wtab[256 * i + v] = compute of the storages whose bits are set
+                # in byte value v at byte i of a mask (exact integer sums, any order)
+                self.wtab = np.zeros(256 * max(self._nbytes, 1), dtype=np.int64)
+                self.woff = np.arange(0, 256 * max(self._nbytes, 1), 256, dtype=np.int64)
+                vals = np.arange(256)
+                self.wbyte = [vals[(vals >> b) & 1 == 1] for b in range(8)]
+            # forward regions are read only for h_DTR-like costs: MSPS reads the backward
+            # region's compute and both frontiers, so its forward closures keep frontiers only
+            self.fwd_interior = self.h != "msps"
+            # a closure is one int: frontier in bits [0, m), interior in bits [m, 2m)
+            # (ibit[s] = sbit[s] << m), so composing closures is a single OR
+            self._W = m
+            self._fmask = (1 << m) - 1
+            ibit = [b << m for b in sbit]
+            self.ibit_f = ibit if self.fwd_interior else [0] * n
+            self.ibit_r = ibit
+            # can the storage graph have a cycle (aliasing)? If no trace operator's storages
+            # close one, no evicted subgraph can, and the closures skip the cycle check
+            self._acyclic = _storage_dag(trace)
             # closures of evicted storages (forward over adj_c, backward over adj_p), kept
             # across operators and invalidated exactly (see _changed)
             # (closure_cache=False: rebuilt per operator, the reference the tests compare with)
             self.closure_cache = closure_cache
             self.cl_f: dict = {}
             self.cl_r: dict = {}
-            self.wcache: dict = {}  # large mask -> its weight (valid while no st_comp changes)
+            # pending exact updates of cached closures (see _evicted_now, _materialized): per
+            # direction a log of records and, per cached closure, the log position it is up
+            # to date with
+            self.log_f = _Log()
+            self.log_r = _Log()
+            self.vi_f = [0] * n
+            self.vi_r = [0] * n
+            self._bind_regions()
         if self.use_eq:
             self.st_ecn = [-1] * n
             self.uf_parent: list[int] = []
@@ -203,6 +302,8 @@ class Runtime:
         self.mstack: list[tuple[int, bool]] = []  # (tensor, remat) being materialized (record mode)
         self.stack_at_failure: list | None = None
         self._ops_done = 0
+        if not record:
+            self.materialize = self._materialize  # no event stack to keep
         if self.lookahead is not None:
             self._build_uses()
 
@@ -277,9 +378,11 @@ class Runtime:
     def compute(self, op) -> None:
         res = op.results
         args = op.args
-        t_storage, st_tensors, st_rext = self.t_storage, self.st_tensors, self.st_rext
+        aliases = op.aliases
+        t_storage, st_tensors, st_rext, st_comp = self.t_storage, self.st_tensors, self.st_rext, self.st_comp
+        regions = self.use_regions
         for i, t in enumerate(res):
-            a = op.aliases[i]
+            a = aliases[i]
             if a == -1:
                 s = t
                 self.st_size[s] = op.sizes[i]
@@ -288,26 +391,24 @@ class Runtime:
             else:
                 s = t_storage[args[a]]
             t_storage[t] = s
-            st_tensors[s].append(t)
+            ts = st_tensors[s]
+            ts.append(t)
             st_rext[s] += 1
             # storage compute: distinct ops over its tensors
-            if len(st_tensors[s]) == 1:
-                self.st_comp[s] = op.cost
-                if self.use_regions:
-                    self.comp_np[s] = op.cost
+            if len(ts) == 1:
+                st_comp[s] = op.cost
+                if regions:
+                    self._set_comp(s, op.cost)
             else:
                 seen, c = set(), 0
-                for u in st_tensors[s]:
+                for u in ts:
                     o = self.t_op[u]
                     if o not in seen:
                         seen.add(o)
                         c += self.o_cost[o]
-                self.st_comp[s] = c
-                if self.use_regions:
-                    self.comp_np[s] = c
-                    self.wcache.clear()  # a storage's compute changed: cached weights are stale
-        for p in args:
-            self.t_children[p].extend(res)
+                st_comp[s] = c
+                if regions:
+                    self._set_comp(s, c)
         if self.use_adj and args:
             adj_c, adj_p = self.adj_c, self.adj_p
             rs = [t_storage[t] for t in res]
@@ -329,9 +430,10 @@ class Runtime:
                     adj_p[r].add(ps)
         self.materialize(res[0], False)
         clock = self.clock
+        st_last, pin_extra = self.st_last, self.pin_extra
         for t in res:
-            self.st_last[t_storage[t]] = clock
-            if t in self.pin_extra:
+            st_last[t_storage[t]] = clock
+            if pin_extra and t in pin_extra:
                 self.pin(t)
 
     def materialize(self, t: int, remat: bool) -> None:
@@ -349,11 +451,22 @@ class Runtime:
         clock = self.clock
         for p in parents:
             st_last[t_storage[p]] = clock
-        lock = self._lock
-        for p in [p for p in parents if t_defined[p]]:
-            lock(t_storage[p])
-        undefined = [p for p in parents if not t_defined[p]]
+        # lock the defined parents (in order), then materialize and lock the undefined ones
+        # (locking defines nothing, so both lists are those of the state on entry)
+        st_rint, pool = self.st_rint, self.pool
+        undefined = None
+        for p in parents:
+            if t_defined[p]:
+                s = t_storage[p]
+                if st_rint[s] == 0:
+                    del pool[s]
+                st_rint[s] += 1
+            elif undefined is None:
+                undefined = [p]
+            else:
+                undefined.append(p)
         if undefined:
+            lock = self._lock
             self.depth += 1
             for p in undefined:
                 if not t_defined[p]:
@@ -366,9 +479,11 @@ class Runtime:
         if self.memory + need > self.budget:
             self._free(need, op)
         self._compute(t, op, remat)
-        unlock = self._unlock
         for p in parents:
-            unlock(t_storage[p])
+            s = t_storage[p]
+            st_rint[s] -= 1
+            if st_rint[s] == 0:
+                pool[s] = None
         if self.remat_compute > self.remat_limit:
             self.failure = {"kind": "remat_exceeded", "op": op, "clock": self.clock,
                             "remat_compute": self.remat_compute, "remat_limit": self.remat_limit}
@@ -426,31 +541,39 @@ class Runtime:
             if self.use_regions:
                 aff = aff_rev = 0
                 if not self.closure_cache:
-                    self.cl_f, self.cl_r = {}, {}
+                    self.cl_f.clear()
+                    self.cl_r.clear()
+                    self.log_f.reset()
+                    self.log_r.reset()
+                if self._acyclic and len(rst) == 1:
+                    self._materialized(rst[0])
+                else:
+                    changed = self._changed
+                    for s in rst:
+                        changed(s)
+                rb_f, rb_r = self._rb_f, self._rb_r
+                rr_front, rg_front = self.rr_front, self.rg_front
                 for s in rst:
-                    self._changed(s)
-                memo_f, memo_r = self.cl_f, self.cl_r
-                for s in rst:
-                    self._rebuild(s, True, memo_f)
-                    self._rebuild(s, False, memo_r)
-                    aff |= self.rr_front[s]
-                    aff_rev |= self.rg_front[s]
+                    rb_f(s)
+                    rb_r(s)
+                    aff |= rr_front[s]
+                    aff_rev |= rg_front[s]
                 # a pinned storage is never evicted again, so its own regions are never
                 # read for a decision (costs are taken over the pool, absorption reads the
-                # evicted storage's regions): their upkeep is skipped
-                st_pin = self.st_pin
+                # evicted storage's regions): their upkeep is skipped. The rebuilds below
+                # are independent of each other (each reads only the material state and
+                # the closures), so the masks are walked from the top bit down.
+                st_pin, d2s, sbit = self.st_pin, self.d2s, self.sbit
                 while aff:
-                    low = aff & -aff
-                    x = low.bit_length() - 1
-                    aff ^= low
+                    x = d2s[aff.bit_length() - 1]
+                    aff ^= sbit[x]
                     if not st_pin[x]:
-                        self._rebuild(x, True, memo_f)
+                        rb_f(x)
                 while aff_rev:
-                    low = aff_rev & -aff_rev
-                    x = low.bit_length() - 1
-                    aff_rev ^= low
+                    x = d2s[aff_rev.bit_length() - 1]
+                    aff_rev ^= sbit[x]
                     if not st_pin[x]:
-                        self._rebuild(x, False, memo_r)
+                        rb_r(x)
             if self.use_eq:
                 ecn = self.st_ecn
                 for s in rst:
@@ -529,24 +652,15 @@ class Runtime:
         if self.use_adj:
             self.evicted.add(s)
         if self.use_regions:
-            self._changed(s)
+            if self._acyclic:
+                self._evicted_now(s)
+            else:
+                self._changed(s)
             rg_front = self.rg_front
             rr_front = self.rr_front
             st_pin = self.st_pin
-            m = rr_front[s]
-            while m:
-                low = m & -m
-                ps = low.bit_length() - 1
-                m ^= low
-                if not st_pin[ps]:
-                    self._absorb(ps, s, True)
-            m = rg_front[s]  # read after the first loop, as simrd does
-            while m:
-                low = m & -m
-                cs = low.bit_length() - 1
-                m ^= low
-                if not st_pin[cs]:
-                    self._absorb(cs, s, False)
+            self._absorb_into(s, rr_front[s], True)
+            self._absorb_into(s, rg_front[s], False)  # read after the first pass, as simrd does
             self.rg_int[s] = 0
             rg_front[s] = 0
             self.rg_c[s] = 0
@@ -604,6 +718,101 @@ class Runtime:
         if cr:
             self._drop(self.adj_c[x], cr, self.adj_c)
 
+    def _evicted_now(self, x: int) -> None:
+        """Storage ``x`` (material, unpinned) was just evicted; acyclic storage graph only.
+        A cached closure that held x as a frontier member (exactly those that _changed
+        would drop) now reaches x and x's closure: c' = (c without x's frontier bit) |
+        clo(x), and a closure without x's frontier bit is unchanged. clo(x) reads only x's
+        descendants, which cannot reach x (no cycle), so their cached closures are exact; x
+        is cached by it (so that later drops walk through x as before). The update is
+        logged for lazy application (see _materialized)."""
+        cf, cr = self.cl_f, self.cl_r
+        cf.pop(x, None)
+        cr.pop(x, None)
+        sx = self.sbit[x]
+        for cache, dep, clo, log, vi in ((cf, self.adj_p, self._clo_f, self.log_f, self.vi_f),
+                                         (cr, self.adj_c, self._clo_r, self.log_r, self.vi_r)):
+            if not cache:
+                log.reset()  # nothing cached: closures cached from now on start afresh
+                continue
+            for y in dep[x]:
+                if y in cache:
+                    break
+            else:
+                continue  # no cached closure has x on its frontier
+            log.add((sx, clo(x), ()))
+            vi[x] = len(log)
+
+    def _materialized(self, x: int) -> None:
+        """Storage ``x`` (evicted or not yet computed) was just made material, alone;
+        acyclic storage graph only. In a direction where every neighbour of x is material
+        (x is a leaf of the evicted graph there; in recomputation cascades this is the
+        rule), a cached closure that held x in its evicted set loses exactly x from it
+        (nothing else was reached through x), gains x as a frontier member, and keeps x's
+        neighbour w on its frontier only if some storage still in its evicted set has w as
+        a neighbour (``nb``: the evicted-set bits of w's neighbours in the other
+        direction); a closure without x is unchanged. Instead of dropping the closures that
+        _changed would drop (and recomputing them when read), this update is appended to
+        the direction's log and applied to a cached closure when it is next read
+        (_replay). It is exact because a cached closure that is not dropped changes only by
+        these updates, applied in order. Otherwise (x not a leaf there, or forward closures
+        without evicted sets under MSPS) the closures are dropped as _changed does."""
+        cf, cr = self.cl_f, self.cl_r
+        cf.pop(x, None)
+        cr.pop(x, None)
+        st_mat, st_pin, sbit = self.st_mat, self.st_pin, self.sbit
+        for cache, adj, dep, ibit, has_int, log in (
+                (cf, self.adj_c, self.adj_p, self.ibit_f, self.fwd_interior, self.log_f),
+                (cr, self.adj_p, self.adj_c, self.ibit_r, True, self.log_r)):
+            if not cache:
+                log.reset()  # nothing cached: closures cached from now on start afresh
+                continue
+            leaf = has_int
+            if leaf:
+                for w in adj[x]:
+                    if not st_mat[w] and w != x:
+                        leaf = False
+                        break
+            if not leaf:
+                self._drop(dep[x], cache, dep)
+                continue
+            for y in dep[x]:
+                if y in cache:
+                    break
+            else:
+                # no cached closure reaches x (the ones that do are cached ancestors of a
+                # cached neighbour of x, as in _drop): nothing to update
+                continue
+            checks = []
+            for w in adj[x]:
+                if w != x and not st_pin[w]:
+                    nb = 0
+                    for z in dep[w]:
+                        nb |= ibit[z]
+                    checks.append((sbit[w], nb))
+            log.add((ibit[x], sbit[x], tuple(checks)))
+
+    @staticmethod
+    def _replay(c: int, i: int, log) -> int:
+        """Apply the logged updates log[i:] (see _materialized) to the cached closure c,
+        skipping a block of records at once when c has none of their marks (then none of
+        them applies: a record that does not apply leaves c unchanged)."""
+        n = len(log)
+        bm = log.bm
+        while i < n:
+            b = i // _LOG_BLOCK
+            e = min(n, (b + 1) * _LOG_BLOCK)
+            if c & bm[b]:
+                for k in range(i, e):
+                    mark, add, checks = log[k]
+                    if c & mark:
+                        c = (c ^ mark) | add
+                        for sw, nb in checks:
+                            if c & sw and not c & nb:
+                                c ^= sw
+            i = e
+        return c
+
     @staticmethod
     def _drop(start, cache: dict, dep) -> None:
         """Remove the cached closures of ``start`` and of every cached storage whose
@@ -618,142 +827,234 @@ class Runtime:
             if cache.pop(y, None) is not None:
                 stack.extend(dep[y])  # uncached ones are popped as no-ops
 
+    def _set_comp(self, s: int, c) -> None:
+        """Storage ``s``'s compute became ``c``: keep the numpy copy and the weight table."""
+        k = self.s2d[s]
+        if self._ints:
+            delta = c - int(self.comp_np[k])
+            if delta:
+                self.wtab[256 * (k >> 3) + self.wbyte[k & 7]] += delta
+        self.comp_np[k] = c
+
     def _weight(self, mask: int):
         """Sum of storage compute over the bits of ``mask``."""
+        if self._ints:
+            # integer sums are exact in any order: few bits are summed from the top bit
+            # down, many through the byte table
+            if mask.bit_count() <= 32:
+                st_comp, d2s, sbit = self.st_comp, self.d2s, self.sbit
+                c = 0
+                while mask:
+                    s = d2s[mask.bit_length() - 1]
+                    c += st_comp[s]
+                    mask ^= sbit[s]
+                return c
+            nb = (mask.bit_length() + 7) >> 3
+            np = self._np
+            idx = self.woff[:nb] + np.frombuffer(mask.to_bytes(nb, "little"), dtype=np.uint8)
+            return int(np.add.reduce(self.wtab.take(idx)))
+        # other costs: summed in increasing storage order exactly as before (a float sum
+        # depends on its order; numpy's sum over the selected values in that order)
         if mask.bit_count() <= 24:
-            st_comp = self.st_comp
+            st_comp, d2s = self.st_comp, self.d2s
             c = 0
             while mask:
                 low = mask & -mask
-                c += st_comp[low.bit_length() - 1]
+                c += st_comp[d2s[low.bit_length() - 1]]
                 mask ^= low
             return c
-        wc = self.wcache
-        got = wc.get(mask)
-        if got is not None:
-            return got
         np = self._np
         bits = np.unpackbits(np.frombuffer(mask.to_bytes(self._nbytes, "little"), dtype=np.uint8),
                              bitorder="little")[: len(self.comp_np)]
-        w = self.comp_np[bits.astype(bool)].sum().item()
-        if len(wc) >= 50000:
-            wc.clear()
-        wc[mask] = w
-        return w
+        return self.comp_np[bits.astype(bool)].sum().item()
 
-    def _closure(self, e: int, adj, memo: dict):
-        """(interior, frontier) bitmasks of the evicted storages reachable from the evicted
-        storage ``e`` through evicted storages (``e`` included) and of the unpinned material
-        storages adjacent to them; memoized for one material state. Raises _Cycle if the
-        evicted storage graph has a cycle there (aliasing can create one)."""
-        got = memo.get(e)
-        if got is not None:
-            return got
-        st_mat, st_pin = self.st_mat, self.st_pin
-        acc = {e: [1 << e, 0]}
-        stack = [(e, iter(adj[e]))]
-        while stack:
-            node, it = stack[-1]
-            a = acc[node]
-            for u in it:
-                if u == node:
-                    continue
-                if st_mat[u]:
-                    if not st_pin[u]:
-                        a[1] |= 1 << u
-                    continue
-                g = memo.get(u)
-                if g is not None:
-                    a[0] |= g[0]
-                    a[1] |= g[1]
-                    continue
-                if u in acc:
-                    raise _Cycle()
-                acc[u] = [1 << u, 0]
-                stack.append((u, iter(adj[u])))
-                break
-            else:
-                stack.pop()
-                res = (a[0], a[1])
-                memo[node] = res
-                del acc[node]
-                if stack:
-                    pa = acc[stack[-1][0]]
-                    pa[0] |= res[0]
-                    pa[1] |= res[1]
-        return memo[e]
+    def _bind_regions(self) -> None:
+        """(Re)create the closure and rebuild functions (they bind the state, and the
+        acyclic or general path, when created)."""
+        self._clo_f = self._make_closure(self.adj_c, self.cl_f, self.ibit_f, self.log_f, self.vi_f)
+        self._clo_r = self._make_closure(self.adj_p, self.cl_r, self.ibit_r, self.log_r, self.vi_r)
+        self._rb_f = self._make_rebuild(True)
+        self._rb_r = self._make_rebuild(False)
 
-    def _rebuild(self, base: int, forward: bool, memo: dict | None = None) -> None:
+    def _make_closure(self, adj, memo: dict, ibit, log: list, vi: list):
+        """The closure function of one direction: ``clo(e)`` returns the closure of the
+        evicted storage ``e``: the evicted storages reachable from ``e`` through evicted
+        storages (``e`` included; interior, ``ibit`` bits) and the unpinned material
+        storages adjacent to them (frontier, ``sbit`` bits), as one int, memoized in
+        ``memo``. It recurses depth first (run() raises the recursion limit). A cached
+        closure read on the way first gets the pending updates of ``log`` (``vi``: the log
+        position each is up to date with). Unless the storage graph is known to be acyclic
+        (then the log stays empty), storages on the current path are marked with a sentinel
+        and meeting one raises _Cycle (aliasing can create a cycle); an exception removes
+        the marks again."""
+        st_mat, st_pin, sbit = self.st_mat, self.st_pin, self.sbit
+        get = memo.get
+        replay = self._replay
+
+        if self._acyclic:
+            def clo(u):
+                c = ibit[u]
+                n = len(log)
+                for v in adj[u]:
+                    if st_mat[v]:
+                        if not st_pin[v]:
+                            c |= sbit[v]
+                    elif v != u:
+                        g = get(v)
+                        if g is None:
+                            g = clo(v)
+                        elif vi[v] != n:
+                            g = memo[v] = replay(g, vi[v], log)
+                            vi[v] = n
+                        c |= g
+                memo[u] = c
+                vi[u] = n
+                return c
+            return clo
+
+        busy = -1
+
+        def clo(u):
+            memo[u] = busy
+            c = ibit[u]
+            try:
+                for v in adj[u]:
+                    if st_mat[v]:
+                        if not st_pin[v]:
+                            c |= sbit[v]
+                    elif v != u:
+                        g = get(v)
+                        if g is None:
+                            g = clo(v)
+                        elif g == busy:
+                            raise _Cycle()
+                        c |= g
+            except _Cycle:
+                del memo[u]
+                raise
+            memo[u] = c
+            return c
+        return clo
+
+    def _get_closure(self, e: int, forward: bool) -> int:
+        """The closure of the evicted storage ``e`` as one int (see _make_closure)."""
+        memo, log, vi = (self.cl_f, self.log_f, self.vi_f) if forward else (self.cl_r, self.log_r, self.vi_r)
+        c = memo.get(e)
+        if c is None:
+            return (self._clo_f if forward else self._clo_r)(e)
+        if vi[e] != len(log):
+            c = memo[e] = self._replay(c, vi[e], log)
+            vi[e] = len(log)
+        return c
+
+    def _closure(self, e: int, forward: bool):
+        """(interior, frontier) bitmasks of the evicted storage ``e``."""
+        c = self._get_closure(e, forward)
+        return c >> self._W, c & self._fmask
+
+    def _rebuild(self, base: int, forward: bool) -> None:
         """Recompute base's region from scratch for the current material state: the
         evicted storages reachable from it through evicted storages (interior, a bitmask)
-        and the unpinned material storages met on the way (frontier, base excluded).
-        Closures of evicted storages are shared through ``memo`` (valid while the material
-        state does not change, i.e. within one compute's region upkeep)."""
-        adj = self.adj_c if forward else self.adj_p
-        st_mat, st_pin = self.st_mat, self.st_pin
-        if memo is None:
-            memo = {}
-        imask = fmask = 0
-        try:
-            for u in adj[base]:
-                if st_mat[u]:
-                    if not st_pin[u]:
-                        fmask |= 1 << u
-                else:
-                    ci, cf = self._closure(u, adj, memo)
-                    imask |= ci
-                    fmask |= cf
-        except _Cycle:
-            imask, fmask = self._traverse(base, adj)
-        fmask &= ~(1 << base)
-        c = self._weight(imask)
+        and the unpinned material storages met on the way (frontier, base excluded): the
+        union of the closures of its evicted neighbours and its material neighbours."""
+        (self._rb_f if forward else self._rb_r)(base)
+
+    def _make_rebuild(self, forward: bool):
+        """The rebuild function of one direction (see _rebuild), with its state bound."""
         if forward:
-            self.rg_int[base], self.rg_front[base], self.rg_c[base] = imask, fmask, c
+            adj, memo, clo, log, vi = self.adj_c, self.cl_f, self._clo_f, self.log_f, self.vi_f
+            R_int, R_front, R_c, with_int = self.rg_int, self.rg_front, self.rg_c, self.fwd_interior
         else:
-            self.rr_int[base], self.rr_front[base], self.rr_c[base] = imask, fmask, c
+            adj, memo, clo, log, vi = self.adj_p, self.cl_r, self._clo_r, self.log_r, self.vi_r
+            R_int, R_front, R_c, with_int = self.rr_int, self.rr_front, self.rr_c, True
+        get = memo.get
+        st_mat, st_pin, sbit = self.st_mat, self.st_pin, self.sbit
+        W, FM = self._W, self._fmask
+        replay, weight, traverse = self._replay, self._weight, self._traverse
+
+        def rebuild(base):
+            n = len(log)
+            c = 0
+            try:
+                for u in adj[base]:
+                    if st_mat[u]:
+                        if not st_pin[u]:
+                            c |= sbit[u]
+                    else:
+                        g = get(u)
+                        if g is None:
+                            g = clo(u)
+                        elif vi[u] != n:
+                            g = memo[u] = replay(g, vi[u], log)
+                            vi[u] = n
+                        c |= g
+                imask = c >> W
+                fmask = c & FM
+            except _Cycle:
+                imask, fmask = traverse(base, adj)
+            b = sbit[base]
+            if fmask & b:
+                fmask ^= b
+            R_front[base] = fmask
+            if with_int:
+                R_int[base] = imask
+                R_c[base] = weight(imask)
+        return rebuild
 
     def _traverse(self, base: int, adj):
         """Plain traversal (used when the evicted storage graph has a cycle)."""
-        st_mat, st_pin = self.st_mat, self.st_pin
+        st_mat, st_pin, sbit = self.st_mat, self.st_pin, self.sbit
         interior: set = set()
-        fmask = 0
+        imask = fmask = 0
         stack = [base]
         while stack:
             for us in adj[stack.pop()]:
                 if st_mat[us]:
                     if not st_pin[us]:
-                        fmask |= 1 << us
+                        fmask |= sbit[us]
                 elif us not in interior:
                     interior.add(us)
+                    imask |= sbit[us]
                     stack.append(us)
-        imask = 0
-        for x in interior:
-            imask |= 1 << x
         return imask, fmask
 
-    def _absorb(self, owner: int, fs: int, forward: bool) -> None:
-        """simrd's Region.absorb: fs (just evicted, on owner's frontier) moves into owner's
-        interior with fs's own interior; fs's frontier joins owner's frontier; the compute
-        of the newly added storages (fs always counted) is added."""
-        bit = 1 << fs
+    def _absorb_into(self, fs: int, owners: int, forward: bool) -> None:
+        """simrd's Region.absorb for the just-evicted storage ``fs`` and every unpinned
+        owner in the mask ``owners``, in increasing storage order: fs (on the owner's
+        frontier) moves into the owner's interior with fs's own interior; fs's frontier
+        joins the owner's frontier; the compute of the newly added storages (fs always
+        counted) is added. ``forward``: the owners' forward regions absorb fs's forward
+        region (owners = fs's backward frontier), else the backward ones."""
+        if not owners:
+            return
+        d2s, sbit, st_pin = self.d2s, self.sbit, self.st_pin
+        order = []
+        while owners:
+            x = d2s[owners.bit_length() - 1]
+            owners ^= sbit[x]
+            order.append(x)
+        order.reverse()
         if forward:
-            interior, frontier = self.rg_int[owner], self.rg_front[owner]
-            r_int, r_front = self.rg_int[fs], self.rg_front[fs]
+            R_int, R_front, R_c, with_int = self.rg_int, self.rg_front, self.rg_c, self.fwd_interior
         else:
-            interior, frontier = self.rr_int[owner], self.rr_front[owner]
-            r_int, r_front = self.rr_int[fs], self.rr_front[fs]
-        if not frontier & bit:
-            raise AssertionError(f"absorb: storage {fs} is not on the frontier of {owner}")
-        frontier = (frontier & ~bit) | r_front
-        diff = (r_int & ~interior) | bit
-        c = self._weight(diff)
-        interior |= diff
-        if forward:
-            self.rg_int[owner], self.rg_front[owner] = interior, frontier
-            self.rg_c[owner] += c
-        else:
-            self.rr_int[owner], self.rr_front[owner] = interior, frontier
-            self.rr_c[owner] += c
+            R_int, R_front, R_c, with_int = self.rr_int, self.rr_front, self.rr_c, True
+        bit = sbit[fs]
+        weight = self._weight
+        ints = self._ints
+        comp_fs = self.st_comp[fs]
+        for o in order:
+            if st_pin[o]:
+                continue
+            frontier = R_front[o]
+            if not frontier & bit:
+                raise AssertionError(f"absorb: storage {fs} is not on the frontier of {o}")
+            R_front[o] = (frontier ^ bit) | R_front[fs]
+            if with_int:
+                interior = R_int[o]
+                diff = ((R_int[fs] | interior) ^ interior) | bit
+                R_int[o] = interior | diff
+                # integer costs: a diff of fs alone (the common case) weighs fs's compute
+                R_c[o] += comp_fs if ints and diff == bit else weight(diff)
 
     # heuristics -------------------------------------------------------------
     def cost_of(self, s: int):
@@ -854,10 +1155,14 @@ class Runtime:
                 ap, ac = adj_p[s], adj_c[s]
                 if not (ap.isdisjoint(ev) and ac.isdisjoint(ev)):
                     roots = set()
+                    add = roots.add
                     for n in (ap | ac) & ev:
                         if n != s:
                             e = ecn[n]
-                            roots.add(e if par[e] == -1 else find(e))
+                            p = par[e]
+                            # a root, or a child of one, is its class without find() (which
+                            # would not change the tree there)
+                            add(e if p == -1 else p if par[p] == -1 else find(e))
                     for r in roots:
                         c = c + val[r]
                 den = st_size[s] * (clock - st_last[s])
