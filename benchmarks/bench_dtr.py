@@ -270,7 +270,8 @@ def write_section(rows, ratios, a) -> None:
          "Cached rows: simrd's results come from an earlier run of this script (`--cache`; simrd takes",
          "hours on the large traces on 2 shared cores) and memsched was rerun now with the current code for",
          "the equality check; their speed column, marked `(then)`, is the side-by-side ratio measured in",
-         "that earlier run (resnet32 rows: with an earlier, slower version of memsched's region upkeep).",
+         "that earlier run, with the memsched code of that time (all before the speed pass of docs/dtr.md",
+         "section 2); the current side-by-side speed is the next table.",
          "", f"Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `benchmarks/bench_dtr.py`; the simrd "
          "runs behind cached rows, the sweeps and the speed table were measured earlier the same day.",
          "", f"Ratios: {len(rows[0]['ratios']) if rows else 0} evenly spaced in [0.1, 1.0]. "
@@ -404,11 +405,10 @@ def speed_section() -> list[str]:
          "simrd and memsched replay the same trace, heuristic and ratios back to back in one job",
          "(replay wall only: parsing and the baseline excluded). Ratio = simrd / memsched per run.",
          "Reproduce: `.venv/bin/python benchmarks/bench_dtr.py --speed --traces T --heuristics H`.",
-         "Rows marked *measured DATE* were re-measured then with the persistent closure cache (docs/dtr.md,",
-         "section 2); unmarked rows were measured earlier with the per-operator closures. After the change the",
-         "equality was also re-checked for `dtr` and `msps` on resnet32 and transformer at ratios 0.1 / 0.4 / 0.7 / 1.0",
-         "(`bench_dtr.py --ratios 4 --traces resnet32,transformer --heuristics dtr,msps --no-write`): 16/16 equal",
-         "(speed there 5.3x / 5.6x / 9.2x / 6.3x, median over the 4 ratios).", "",
+         "Rows marked *measured DATE* were measured then with the current runtime (docs/dtr.md section 2,",
+         "speed pass of 2026-11-29 12:00 UTC: lazy exact closure updates, dense storage bits); rows without a",
+         "date were measured earlier the same day with older code; rows marked superseded are kept for the record.",
+         "Every row's `equal` column is the equality check of that same side-by-side run.", "",
          "| trace | heuristic | runs | equal | simrd median s | memsched median s | median ratio | min ratio | load |",
          "|---|---|---|---|---|---|---|---|---|"]
     allr = []

@@ -24,6 +24,7 @@ import math
 import random as _random
 import sys
 
+from formulations.errors import MemschedError
 from instances.dtr_trace import COMPUTE, GET, PIN, RELEASE, DTRTrace
 
 __all__ = ["OOMError", "ThrashError", "Runtime", "baseline", "HEURISTICS", "heuristic_names",
@@ -38,6 +39,13 @@ class OOMError(Exception):
 
 class ThrashError(Exception):
     """Rematerialization compute exceeded the limit (simrd's RematExceededError)."""
+
+
+class RegionInvariantError(MemschedError, AssertionError):
+    """simrd's Region.absorb precondition (an evicted storage lies on the frontier of every
+    region that absorbs it) does not hold: simrd asserts the same condition and stops with an
+    AssertionError there. Seen only on synthetic traces whose aliases tie storages into
+    cycles; the replay has no simrd-defined result, so it is reported as an input error."""
 
 
 class _Cycle(Exception):
@@ -1047,7 +1055,11 @@ class Runtime:
                 continue
             frontier = R_front[o]
             if not frontier & bit:
-                raise AssertionError(f"absorb: storage {fs} is not on the frontier of {o}")
+                raise RegionInvariantError(
+                    f"{self.trace.path}: heuristic {self.h}: simrd's region invariant fails (absorb: storage "
+                    f"{fs} is not on the frontier of storage {o}); simrd asserts the same condition, so this "
+                    f"replay has no defined result; a heuristic without regions (dtr-eqclass, dtr-local, lru) "
+                    f"can replay it")
             R_front[o] = (frontier ^ bit) | R_front[fs]
             if with_int:
                 interior = R_int[o]
