@@ -97,7 +97,7 @@ def main(argv=None) -> int:
     for r in rows:
         by.setdefault(r["config"], []).append(r)
     seq = {r["round"]: r["wall_s"] for r in by["sequential"]}
-    L = ["# DTR sweeps through the harness pool", "",
+    L = ["### DTR sweeps through the harness pool", "",
          f"Two sweeps ({', '.join(n for n, _ in tl)}; heuristic {a.heuristic}) sharing one harness worker pool vs "
          "the same sweeps one after another in-process. Protocol: "
          f"lo 0.1, hi 1.0, step {kw['step']}, resolution {kw['resolution']}, repeats 3, refine {kw['refine']}. "
