@@ -16,33 +16,13 @@ from formulations import evaluate, order_peak
 from instances.dtr_trace import parse_trace_lines
 from solvers.dtr import trace_to_graph
 from test_special_brute import brute_remat
+from dtr_lines import J, call, const, release
 
 _spec = importlib.util.spec_from_file_location("bench_dtr_price", ROOT / "benchmarks" / "bench_dtr_price.py")
 bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
 CAP = 3  # recomputations per operator allowed to the brute-force referee
-
-
-def J(**kw):
-    return json.dumps(kw)
-
-
-def call(name, args, results, time, mems, aliases=None):
-    aliases = aliases or [-1] * len(results)
-    out = [J(INSTRUCTION="CALL", NAME=name, ARGS=args, RESULT=results, TIME=str(time))]
-    for r, m, a in zip(results, mems, aliases):
-        out.append(J(INSTRUCTION="MEMORY", NAME=r, MEMORY=str(m)))
-        out.append(J(INSTRUCTION="ALIAS", NAME=r, ALIAS=str(a)))
-    return out
-
-
-def const(name, m):
-    return [J(INSTRUCTION="CONSTANT", NAME=name), J(INSTRUCTION="MEMORY", NAME=name, MEMORY=str(m))]
-
-
-def release(name):
-    return [J(INSTRUCTION="RELEASE", NAME=name)]
 
 
 def random_training_trace(seed: int, n_fwd: int = 3):

@@ -8,15 +8,7 @@ import memsched_cli
 from instances.dtr_trace import parse_trace_lines
 from solvers.dtr import find_holes, replay, sweep
 from solvers.dtr.runtime import Runtime, baseline, canonical_heuristic
-
-
-def J(**kw):
-    return json.dumps(kw)
-
-
-def call(name, args, res, time, mem):
-    return [J(INSTRUCTION="CALL", NAME=name, ARGS=args, RESULT=[res], TIME=str(time)),
-            J(INSTRUCTION="MEMORY", NAME=res, MEMORY=str(mem)), J(INSTRUCTION="ALIAS", NAME=res, ALIAS="-1")]
+from dtr_lines import J, call1 as call
 
 
 # w (10 B, constant); a=f(w) 100 B cost 5; b=g(a) cost 7; c=h(b) cost 3; d=k(a, c) cost 11;

@@ -23,16 +23,9 @@ from solvers.dtr.sweep import (FEASIBLE, INFEASIBLE, InlineExecutor, find_holes,
 from solvers.harness.executors import LocalExecutor
 from solvers.harness.store import read_rows
 
+from dtr_lines import J, call1 as call
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def J(**kw):
-    return json.dumps(kw)
-
-
-def call(name, args, res, t, mem):
-    return [J(INSTRUCTION="CALL", NAME=name, ARGS=args, RESULT=[res], TIME=str(t)),
-            J(INSTRUCTION="MEMORY", NAME=res, MEMORY=str(mem)), J(INSTRUCTION="ALIAS", NAME=res, ALIAS="-1")]
 
 
 def synth_lines(n: int, seed: int) -> list[str]:

@@ -6,23 +6,7 @@ import pytest
 import memsched_cli
 from instances.dtr_trace import COMPUTE, GET, PIN, RELEASE, TraceError, manifest_has_start, parse_trace, \
     parse_trace_lines
-
-
-def J(**kw):
-    return json.dumps(kw)
-
-
-def call(name, args, results, time, mems, aliases=None):
-    aliases = aliases or [-1] * len(results)
-    out = [J(INSTRUCTION="CALL", NAME=name, ARGS=args, RESULT=results, TIME=str(time))]
-    for r, m, a in zip(results, mems, aliases):
-        out.append(J(INSTRUCTION="MEMORY", NAME=r, MEMORY=str(m)))
-        out.append(J(INSTRUCTION="ALIAS", NAME=r, ALIAS=str(a)))
-    return out
-
-
-def const(name, m):
-    return [J(INSTRUCTION="CONSTANT", NAME=name), J(INSTRUCTION="MEMORY", NAME=name, MEMORY=str(m))]
+from dtr_lines import J, call, const
 
 
 START = J(INSTRUCTION="ANNOTATE", ANNOTATION="START")
