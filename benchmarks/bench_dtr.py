@@ -315,11 +315,33 @@ def write_section(rows, ratios, a) -> None:
     L += sweep_section()
     L += lookahead_section()
     L += price_section()
-    for extra in EXTRA_SUBSECTIONS:  # written by other DTR benchmark scripts
-        if (SWEEPS / extra).is_file():
-            L += [(SWEEPS / extra).read_text().rstrip(), ""]
-    SECTION.write_text("\n".join(L) + "\n")
+    SECTION.write_text("\n".join(L) + "\n" + extras_text())
     print(f"wrote {SECTION}")
+
+
+def extras_text() -> str:
+    """The subsections written by the other DTR benchmark scripts, in order."""
+    parts = [(SWEEPS / x).read_text().rstrip() + "\n\n" for x in EXTRA_SUBSECTIONS if (SWEEPS / x).is_file()]
+    return "".join(parts)
+
+
+def refresh_extras() -> None:
+    """Replace the tail of the section (from the first extra subsection on) with the
+    current extra subsections; called by bench_dtr_price.py and bench_dtr_harness.py after
+    they rewrite theirs, so that the section (and BENCHMARKS.md) picks them up."""
+    if not SECTION.is_file():
+        return
+    text = SECTION.read_text()
+    cut = len(text)
+    for x in EXTRA_SUBSECTIONS:
+        f = SWEEPS / x
+        if f.is_file():
+            head = f.read_text().splitlines()[0]
+            i = text.find("\n" + head + "\n")
+            if i >= 0:
+                cut = min(cut, i + 1)
+    SECTION.write_text(text[:cut].rstrip() + "\n\n" + extras_text())
+    print(f"refreshed {SECTION}")
 
 
 SWEEPS = SECTION.parent / "60-dtr"

@@ -120,6 +120,10 @@ def main(argv=None) -> int:
     (OUT / "harness_sweeps.json").write_text(json.dumps({"params": kw, "traces": [n for n, _ in tl],
                                                          "heuristic": a.heuristic, "rows": rows}, indent=1))
     print("\n".join(L))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_dtr
+
+    bench_dtr.refresh_extras()  # the DTR section includes this subsection
     return 0
 
 
