@@ -171,25 +171,24 @@ class TrapSolver:
         self.run = [sum(g.size[j] for j in g.op_out[v]) + g.workspace[v] for v in range(n)]
         self.n_solves = 0
 
-    def closure_in(self, m: int) -> int:
-        anc = self.reach.anc
+    @staticmethod
+    def _closure(m: int, table) -> int:
+        """m together with table[v] for every bit v of m."""
         out = m
         mm = m
         while mm:
             b = mm & -mm
-            out |= anc[b.bit_length() - 1]
+            out |= table[b.bit_length() - 1]
             mm ^= b
         return out
 
+    def closure_in(self, m: int) -> int:
+        """m with all its ancestors."""
+        return self._closure(m, self.reach.anc)
+
     def closure_out(self, m: int) -> int:
-        desc = self.reach.desc
-        out = m
-        mm = m
-        while mm:
-            b = mm & -mm
-            out |= desc[b.bit_length() - 1]
-            mm ^= b
-        return out
+        """m with all its descendants."""
+        return self._closure(m, self.reach.desc)
 
     def min_resident_masks(self, in_mask: int, out_mask: int, want_set: bool = False):
         """min resident(S) over down-closed S ⊇ in_mask with S ∩ out_mask = ∅; the masks
