@@ -162,6 +162,26 @@ def _complete(g: Graph, events: list, resident: set, computed: set, budget: int 
         ensure(j)
 
 
+def _random_legal_event(draw, g: Graph, events: list, resident: set, computed: set, freeable) -> bool:
+    """Draw one legal event (compute an op whose inputs are resident and outputs are not,
+    or free a resident tensor with ``freeable(j)``), append it and apply it; False when
+    no event is legal."""
+    legal_c = [v for v in range(g.n_ops)
+               if all(j in resident for j in g.op_in[v]) and not any(j in resident for j in g.op_out[v])]
+    legal_f = sorted(j for j in resident if freeable(j))
+    choices = [(COMPUTE, v) for v in legal_c] + [(FREE, j) for j in legal_f]
+    if not choices:
+        return False
+    ev = draw(st.sampled_from(choices))
+    events.append(ev)
+    if ev[0] == COMPUTE:
+        resident.update(g.op_out[ev[1]])
+        computed.add(ev[1])
+    else:
+        resident.discard(ev[1])
+    return True
+
+
 @st.composite
 def random_schedules(draw, g: Graph, max_events: int = 30, p_random: float = 0.15, complete: bool = True) -> Schedule:
     """Mostly legal events (computes whose inputs are resident, frees of resident unpinned
@@ -183,19 +203,8 @@ def random_schedules(draw, g: Graph, max_events: int = 30, p_random: float = 0.1
             elif kind == FREE:
                 resident.discard(x)
             continue
-        legal_c = [v for v in range(g.n_ops)
-                   if all(j in resident for j in g.op_in[v]) and not any(j in resident for j in g.op_out[v])]
-        legal_f = sorted(j for j in resident if j not in g.pinned_idx)
-        choices = [(COMPUTE, v) for v in legal_c] + [(FREE, j) for j in legal_f]
-        if not choices:
+        if not _random_legal_event(draw, g, events, resident, computed, lambda j: j not in g.pinned_idx):
             break
-        ev = draw(st.sampled_from(choices))
-        events.append(ev)
-        if ev[0] == COMPUTE:
-            resident.update(g.op_out[ev[1]])
-            computed.add(ev[1])
-        else:
-            resident.discard(ev[1])
     if complete and draw(st.integers(0, 4)) > 0:
         _complete(g, events, resident, computed)
     return Schedule(tuple(events))
@@ -209,18 +218,7 @@ def valid_schedules(draw, g: Graph, max_events: int = 30) -> Schedule:
     computed: set[int] = set()
     events: list[tuple[int, int]] = []
     for _ in range(draw(st.integers(0, max_events))):
-        legal_c = [v for v in range(g.n_ops)
-                   if all(j in resident for j in g.op_in[v]) and not any(j in resident for j in g.op_out[v])]
-        legal_f = sorted(j for j in resident if g.producer[j] != -1)
-        choices = [(COMPUTE, v) for v in legal_c] + [(FREE, j) for j in legal_f]
-        if not choices:
+        if not _random_legal_event(draw, g, events, resident, computed, lambda j: g.producer[j] != -1):
             break
-        ev = draw(st.sampled_from(choices))
-        events.append(ev)
-        if ev[0] == COMPUTE:
-            resident.update(g.op_out[ev[1]])
-            computed.add(ev[1])
-        else:
-            resident.discard(ev[1])
     _complete(g, events, resident, computed, budget=10_000)
     return Schedule(tuple(events))
