@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from instances import SHIPPED, load_graph  # noqa: E402
-from solvers.crosscheck import crosscheck  # noqa: E402
+from memsched.instances import SHIPPED, load_graph  # noqa: E402
+from memsched.solvers.crosscheck import crosscheck  # noqa: E402
 
 DATA = ROOT / ".." / "shared" / "data" / "graphs"
 

@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 DATA = ROOT / ".." / "shared" / "data" / "dtr-traces"
 SECTION = ROOT / "benchmarks" / "sections" / "60-dtr.md"
 
-from instances.dtr_trace import parse_trace  # noqa: E402
-from solvers.dtr.runtime import HEURISTICS, Runtime, baseline  # noqa: E402
+from memsched.instances.dtr_trace import parse_trace  # noqa: E402
+from memsched.solvers.dtr.runtime import HEURISTICS, Runtime, baseline  # noqa: E402
 
 PAPER = ["dtr", "dtr-eqclass", "dtr-local", "msps", "lru", "size", "random"]
 
@@ -353,9 +353,9 @@ MAX_EXPLAINED = 12  # holes explained per sweep (the section says when more were
 
 
 def run_sweeps(a) -> int:
-    from solvers.dtr import explain, sweep
-    from solvers.dtr.explain import format_explanation
-    from solvers.dtr.sweep import plot_sweep
+    from memsched.solvers.dtr import explain, sweep
+    from memsched.solvers.dtr.explain import format_explanation
+    from memsched.solvers.dtr.sweep import plot_sweep
 
     if not (DATA / "manifest.json").is_file():
         print(f"no traces at {DATA}; skipping")
@@ -455,7 +455,7 @@ LOOK_RATIOS = [0.12, 0.14, 0.16, 0.2, 0.3, 0.5]
 
 
 def run_lookahead(a) -> int:
-    from solvers.dtr import replay
+    from memsched.solvers.dtr import replay
 
     SWEEPS.mkdir(parents=True, exist_ok=True)
     tlist = traces()
@@ -506,9 +506,9 @@ def run_price_of_online(a) -> int:
     (solve_remat method cp, 1 worker) at the same budget = ceil(r x given-order peak)."""
     import math
 
-    from instances.formats import load_graph
-    from solvers.dtr import replay_graph
-    from solvers.remat import resolve_budget, solve_remat
+    from memsched.instances.formats import load_graph
+    from memsched.solvers.dtr import replay_graph
+    from memsched.solvers.remat.dispatch import resolve_budget, solve_remat
 
     SWEEPS.mkdir(parents=True, exist_ok=True)
     files = sorted((ROOT / "instances" / "shipped").glob("*.json")) + \

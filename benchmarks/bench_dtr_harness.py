@@ -44,8 +44,8 @@ def _cpu():
 
 
 def run(config, pairs, kw):
-    from solvers.dtr.sweep import InlineExecutor, sweep_many
-    from solvers.harness.executors import LocalExecutor
+    from memsched.solvers.dtr.sweep import InlineExecutor, sweep_many
+    from memsched.solvers.pool.executors import LocalExecutor
 
     load0 = os.getloadavg()[0]
     d0, c0 = _cpu()

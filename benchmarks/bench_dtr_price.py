@@ -7,7 +7,7 @@ SAME graph, the SAME bytes and the SAME memory semantics (the memsched evaluator
 every schedule through ``make_result``):
 
 * budget: ``B = ceil(r x P)``, P = the converted graph's given-order peak (evaluator, no
-  recomputation), as ``solvers.remat.resolve_budget`` does for ratios;
+  recomputation), as ``memsched.solvers.remat.dispatch.resolve_budget`` does for ratios;
 * online: ``replay_graph(g, B, "dtr", overhead_limit=inf)``; for reference the trace-level
   replay ``solvers.dtr.replay(trace, budget=B, overhead_limit=inf)`` with the same bytes
   (simrd's semantics on the log itself; docs/dtr.md section 6 says why it differs);
@@ -50,9 +50,9 @@ sys.path.insert(0, str(ROOT))
 DATA = ROOT / ".." / "shared" / "data" / "dtr-traces"
 OUT_DIR = ROOT / "benchmarks" / "sections" / "60-dtr"
 
-from formulations import evaluate  # noqa: E402
-from solvers.dtr.graph import replay_graph, trace_to_graph  # noqa: E402
-from solvers.result import Status, make_result  # noqa: E402
+from memsched.formulations import evaluate  # noqa: E402
+from memsched.solvers.dtr.graph import replay_graph, trace_to_graph  # noqa: E402
+from memsched.solvers.result import Status, make_result  # noqa: E402
 
 RATIOS = [0.2, 0.3, 0.5, 0.7]
 # online heuristics replayed for the "best in hindsight" offline upper bound
@@ -79,7 +79,7 @@ def _cell(res, base) -> dict:
 
 def memory_infeasible(g, B, pebble_time: float = 1.0) -> str | None:
     """A proof that no schedule at all fits B (None: no proof found)."""
-    from solvers.remat import local_infeasibility, pebbling_infeasibility
+    from memsched.solvers.remat.dispatch import local_infeasibility, pebbling_infeasibility
 
     return local_infeasibility(g, B) or pebbling_infeasibility(g, B, time_limit=pebble_time)
 
@@ -114,8 +114,8 @@ def family_schedules(g, method: str, time_budget: float) -> list:
     """(knob, schedule) of a budget-independent baseline family (chen-sqrt segment lengths,
     revolve slots): computed once per graph, then the cheapest one within each budget is
     taken. Stops trying further knobs after ``time_budget`` seconds."""
-    from solvers import remat_chen_sqrt, remat_revolve
-    from solvers.remat_executor import ExecutionFailed
+    from memsched.solvers.remat import chen_sqrt as remat_chen_sqrt, revolve as remat_revolve
+    from memsched.solvers.remat.executor import ExecutionFailed
 
     n = g.n_ops
     if method == "chen-sqrt":
@@ -151,9 +151,9 @@ def price_cell(g, B: int, *, trace=None, order_lb: int | None = None, families: 
     ``remat_methods`` not in ``families`` go through ``solve_remat`` when the graph has at
     most ``exec_max_ops`` operators. ``keep_schedules``: ``row["schedules"]`` lists
     (method, schedule) of every schedule found (for re-checking)."""
-    from solvers.remat import solve_remat
-    from solvers.remat_dtr_greedy import greedy_schedule
-    from solvers.remat_local_search import cut_peak
+    from memsched.solvers.remat.dispatch import solve_remat
+    from memsched.solvers.remat.dtr_greedy import greedy_schedule
+    from memsched.solvers.remat.local_search import cut_peak
 
     base = g.total_cost()
     row: dict = {"ops": g.n_ops, "budget": B, "base": base, "offline": {}, "online": {}}
@@ -177,7 +177,7 @@ def price_cell(g, B: int, *, trace=None, order_lb: int | None = None, families: 
         kept.append(("dtr", dtr.schedule))
     log(f"    dtr {row['dtr'].get('overhead', 'OOM')} ({time.perf_counter() - t:.1f} s)")
     if trace is not None:
-        from solvers.dtr.replay import replay
+        from memsched.solvers.dtr.replay import replay
 
         rr = replay(trace, budget=B, heuristic="dtr", overhead_limit=math.inf, timeout=replay_timeout)
         row["trace_dtr"] = {"outcome": rr.outcome, "clock": rr.clock, "baseline_compute": rr.baseline_compute,
@@ -291,8 +291,8 @@ def run_cp(g, B, candidates, cp_time, base, fix_order=None) -> dict:
     Free order (``fix_order=None``): the proven bound holds for every schedule within the
     cap. ``fix_order``: first computations in that order (Checkmate's / Moccasin's class):
     an upper-bound search only, its bound is not reported."""
-    from formulations.remat_cpsat import build_remat_cp
-    from solvers.remat import _lb_compute, _run_cpsat
+    from memsched.formulations.remat_cpsat import build_remat_cp
+    from memsched.solvers.remat.dispatch import _lb_compute, _run_cpsat
 
     t = time.perf_counter()
     cp = build_remat_cp(g, B, [CP_CAP] * g.n_ops, objective="compute", fix_order=fix_order)
@@ -322,8 +322,8 @@ def _load():
 
 
 def main(argv=None) -> int:
-    from instances.dtr_trace import parse_trace
-    from solvers.remat import given_peak, order_lower_bound
+    from memsched.instances.dtr_trace import parse_trace
+    from memsched.solvers.remat.dispatch import given_peak, order_lower_bound
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", default=",".join(TRACE_ORDER))

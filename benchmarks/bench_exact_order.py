@@ -26,10 +26,10 @@ sys.path.insert(0, str(ROOT))
 DATA = ROOT / ".." / "shared" / "data" / "graphs"
 SECTION = ROOT / "benchmarks" / "sections" / "30-exact-order.md"
 
-from formulations import order_peak  # noqa: E402
-from instances import load_graph  # noqa: E402
-from solvers.bounds import bound_report  # noqa: E402
-from solvers.exact_order import solve_exact  # noqa: E402
+from memsched.formulations import order_peak  # noqa: E402
+from memsched.instances import load_graph  # noqa: E402
+from memsched.solvers.ordering.bounds import bound_report  # noqa: E402
+from memsched.solvers.ordering.exact import solve_exact  # noqa: E402
 
 
 def load() -> str:
@@ -37,7 +37,7 @@ def load() -> str:
 
 
 def heuristics(g):
-    from solvers.ordering_heuristics import HEURISTICS, applicable
+    from memsched.solvers.ordering.heuristics import HEURISTICS, applicable
 
     out = {}
     for nm in applicable(g):
@@ -208,7 +208,7 @@ def main() -> None:
             r = run_graph(g, f.parent.name, 60.0, f, not a.no_cli)
             rows.append(r)
             print(fmt_row(r), flush=True)
-    from instances.generators import random_layered
+    from memsched.instances.generators import random_layered
 
     for n in sizes:
         for s in (seeds if n < 1000 or a.quick else [int(x) for x in a.seeds_1000.split(",")]):

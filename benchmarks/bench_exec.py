@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from formulations import Schedule, evaluate  # noqa: E402
-from instances import load_graph  # noqa: E402
+from memsched.formulations import Schedule, evaluate  # noqa: E402
+from memsched.instances import load_graph  # noqa: E402
 
 QUICK = ["ds_cnn_kws", "mobilenet_v1_025_vww", "transformer_block", "resnet18"]
 
@@ -37,10 +37,11 @@ def mib(n) -> str:
 
 
 def bench_one(name: str, training: bool, exact_time: float) -> dict:
-    from instances.extract_models import build
-    from instances.torch_import import import_model, run_fx_schedules
-    from solvers.executors import plan_arena
-    from solvers.ordering_heuristics import best_with_peaks
+    from memsched.instances.extract_models import build
+    from memsched.instances.torch_import import import_model
+    from memsched.solvers.executors.fx import run_fx_schedules
+    from memsched.solvers.executors import plan_arena
+    from memsched.solvers.ordering.heuristics import best_with_peaks
 
     mode = "train" if training else "infer"
     shipped = ROOT / "instances" / "shipped" / "models" / f"{name}_{mode}.json"
@@ -55,7 +56,7 @@ def bench_one(name: str, training: bool, exact_time: float) -> dict:
     row = {"model": name, "mode": mode, "ops": g.n_ops, "tensors": g.n_tensors, "stock_peak": stock_peak,
            "best_heuristic": chosen, "best_peak": best_peak, "heuristics_s": round(heur_s, 3)}
     try:
-        from solvers.exact_order import solve_exact
+        from memsched.solvers.ordering.exact import solve_exact
     except ImportError:
         solve_exact = None
     if solve_exact is not None and exact_time > 0:
@@ -169,8 +170,8 @@ def cuda_check() -> int:
     the shipped instances on CUDA, plain and with an arena; prints modeled vs realized. The
     caching allocator rounds blocks to 512 bytes, so realized >= modeled; with an arena,
     realized = arena size rounded up to 512."""
-    from solvers.executors import run_batch
-    from solvers.ordering_heuristics import best_order
+    from memsched.solvers.executors import run_batch
+    from memsched.solvers.ordering.heuristics import best_order
 
     jobs = []
     for p in sorted((ROOT / "instances" / "shipped").rglob("*.json")):
@@ -201,7 +202,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.cuda:
         return cuda_check()
-    from instances.extract_models import MODELS
+    from memsched.instances.extract_models import MODELS
 
     names = args.models or (QUICK if args.quick else list(MODELS))
     res_path = ROOT / "benchmarks" / "results" / "exec.json"

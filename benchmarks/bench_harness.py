@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from solvers.harness import load_spec, run_sweep  # noqa: E402
-from solvers.harness.report import final_table, load_results  # noqa: E402
+from memsched.solvers.harness import load_spec, run_sweep  # noqa: E402
+from memsched.solvers.harness.report import final_table, load_results  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 SPEC = ROOT / "benchmarks" / "specs" / "overhead.toml"

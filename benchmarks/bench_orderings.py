@@ -25,10 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from formulations import Schedule, evaluate  # noqa: E402
-from instances import SHIPPED, load_graph  # noqa: E402
-from instances.generators import random_layered, random_multi_output, tree  # noqa: E402
-from solvers.ordering_heuristics import HEURISTICS, applicable  # noqa: E402
+from memsched.formulations import Schedule, evaluate  # noqa: E402
+from memsched.instances import SHIPPED, load_graph  # noqa: E402
+from memsched.instances.generators import random_layered, random_multi_output, tree  # noqa: E402
+from memsched.solvers.ordering.heuristics import HEURISTICS, applicable  # noqa: E402
 
 DATA = ROOT / ".." / "shared" / "data" / "graphs"
 OUT = ROOT / "benchmarks" / "sections" / "20-orderings.md"
@@ -54,7 +54,7 @@ def caterpillar(n: int, seed: int = 0):
     every spine node merges a long segment list with a leaf's (Liu's harder shape)."""
     import random
 
-    from formulations import Graph
+    from memsched.formulations import Graph
 
     rng = random.Random(seed)
     k = n // 2
@@ -128,7 +128,7 @@ def main(argv=None) -> int:
 
     L = ["# Orderings: evaluator and heuristics", ""]
     L.append("What: wall time and peak of the evaluator (given order: `Schedule.from_order` + `evaluate`) and of "
-             "each ordering heuristic (`solvers/ordering_heuristics.py`: time to compute the order; its peak is "
+             "each ordering heuristic (`solvers/ordering/heuristics.py`: time to compute the order; its peak is "
              "then judged by the evaluator), and each heuristic's peak relative to the given order on real and "
              "synthetic benchmark graphs.")
     L.append("")

@@ -45,8 +45,8 @@ def load():
 
 
 def run_one(path, ratio, method, time_limit, workers):
-    from instances import load_graph
-    from solvers.remat import resolve_budget, solve_remat
+    from memsched.instances import load_graph
+    from memsched.solvers.remat.dispatch import resolve_budget, solve_remat
 
     g = load_graph(path)
     B = resolve_budget(g, ratio)
@@ -170,7 +170,7 @@ def main(argv=None):
             for f in files:
                 for ratio in args.ratios:
                     for method in args.methods:
-                        from instances import load_graph
+                        from memsched.instances import load_graph
 
                         if method == "milp" and load_graph(f).n_ops > MILP_MAX_OPS:
                             continue

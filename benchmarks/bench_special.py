@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from formulations import Schedule, evaluate  # noqa: E402
-from instances.gadgets import knapsack_gadget, random_knapsack, random_three_partition, three_partition_gadget  # noqa: E402
-from solvers import sp_knapsack, width_dp  # noqa: E402
-from solvers.remat import solve_remat  # noqa: E402
+from memsched.formulations import Schedule, evaluate  # noqa: E402
+from memsched.instances.gadgets import knapsack_gadget, random_knapsack, random_three_partition, three_partition_gadget  # noqa: E402
+from memsched.solvers.special import sp_knapsack, width_dp  # noqa: E402
+from memsched.solvers.remat.dispatch import solve_remat  # noqa: E402
 
 
 def load() -> str:
@@ -180,7 +180,7 @@ def main():
              f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs (shared); "
              f"load average at start: {load()}.", "",
              f"Reproduce: `.venv/bin/python benchmarks/bench_special.py{' --quick' if a.quick else ''}` "
-             f"(MILP = HiGHS via Pyomo, CP = CP-SAT, 1 worker, as dispatched by solvers.remat).", ""]
+             f"(MILP = HiGHS via Pyomo, CP = CP-SAT, 1 worker, as dispatched by memsched.solvers.remat.dispatch).", ""]
     bench_gadgets(sizes, tl, lines)
     bench_class(100 if a.quick else 500, tl, lines)
     bench_width(40 if a.quick else 150, tl, lines)

@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     sections, results = Path(args.sections), Path(args.results)
     if not args.no_harness and results.is_dir():
-        from solvers.harness.section import harness_section
+        from memsched.solvers.harness.section import harness_section
 
         text = harness_section(results, results / "figures", repo_root=ROOT)
         if text:

@@ -445,8 +445,8 @@ class _DictOut:
 
 
 def extract(name: str, training: bool, out_dir: Path = OUT_DIR, torchvision: bool = False) -> Path:
-    from instances.formats import save_graph
-    from instances.torch_import import import_model
+    from memsched.instances.formats import save_graph
+    from memsched.instances.torch_import import import_model
 
     model, x = build(name, torchvision)
     t0 = time.perf_counter()

@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from formulations.errors import MemschedError
-from formulations import Graph, GraphError, Operator, Schedule, ScheduleFormatError, Tensor
+from memsched.formulations.errors import MemschedError
+from memsched.formulations import Graph, GraphError, Operator, Schedule, ScheduleFormatError, Tensor
 
 __all__ = [
     "InputError", "FORMAT_VERSION", "read_text", "load_graph", "graph_from_json", "graph_to_json", "save_graph",

@@ -24,7 +24,7 @@
   cap c >= 1 become a treewidth-2 (two-terminal series-parallel) graph with a
   given order; selective recomputation *on that order* (first computations in
   the given order, recomputations inserted anywhere: the class of Checkmate's
-  MILP and of solvers.width_dp) fits the budget B iff the numbers split into q
+  MILP and of memsched.solvers.special.width_dp) fits the budget B iff the numbers split into q
   groups of sum T.  The YES answer comes with a witness schedule.
 
 ``cli_gadget(args)`` is ``memsched gadget``.
@@ -36,11 +36,11 @@ import math
 import random
 from pathlib import Path
 
-from formulations import Graph, MemschedError, Operator, Schedule, Tensor
-from formulations.schedule import COMPUTE, FREE
+from memsched.formulations import Graph, MemschedError, Operator, Schedule, Tensor
+from memsched.formulations.schedule import COMPUTE, FREE
 
 __all__ = ["GadgetError", "knapsack_gadget", "three_partition_gadget", "knapsack_optimum", "three_partition_solve",
-           "random_knapsack", "random_three_partition", "load_items", "cli_gadget", "knapsack_witness",
+           "random_knapsack", "random_three_partition", "load_items", "knapsack_witness",
            "three_partition_witness"]
 
 
@@ -337,7 +337,7 @@ def three_partition_gadget(numbers, cap: int = 1, objective: str = "compute", *,
     ans = {"kind": "3partition", "numbers": a, "q": q, "target": T, "cap": cap, "objective": objective,
            "answer": "YES" if groups else "NO", "groups": groups, "baseline_compute": baseline,
            "semantics": "given order: first computations follow graph.order, recomputations may be inserted anywhere "
-                        "(Checkmate's stage class; solvers.width_dp, --method milp); with a free order the instance "
+                        "(Checkmate's stage class; memsched.solvers.special.width_dp, --method milp); with a free order the instance "
                         "is trivial (compute each item chain late)"}
     if objective == "compute":
         ans.update(budget=B, optimum=(baseline + extra) if groups else None,
@@ -415,50 +415,3 @@ def load_items(path: str, kind: str):
         raise GadgetError(f"{path}: {e}") from None
 
 
-def cli_gadget(args) -> int:
-    """``memsched gadget knapsack|3partition``: build, print a summary (or JSON),
-    and with ``-o FILE`` write the instance and ``FILE.answer.json``."""
-    from instances.formats import graph_to_json
-
-    if (args.items is None) == (args.random is None):
-        raise GadgetError("gadget: give exactly one of --items FILE or --random N")
-    if args.kind == "knapsack":
-        if args.items is not None:
-            items, W = load_items(args.items, "knapsack")
-            items = [{"size": s, "cost": w} for s, w in items]
-        else:
-            items, W = random_knapsack(args.random, args.seed)
-        g, ans = knapsack_gadget(items, W, args.objective)
-    else:
-        nums = load_items(args.items, "3partition") if args.items is not None else random_three_partition(args.random, args.seed)
-        g, ans = three_partition_gadget(nums, cap=args.cap, objective=args.objective)
-    ans = {"graph": g.name, **ans}
-    if args.output:
-        out = Path(args.output)
-        try:
-            out.write_text(json.dumps(graph_to_json(g), indent=1) + "\n")
-            Path(str(out) + ".answer.json").write_text(json.dumps(ans, indent=1) + "\n")
-        except OSError as e:
-            raise GadgetError(f"{out}: cannot write: {e}") from None
-    if args.json:
-        print(json.dumps(ans if args.output else {**ans, "instance": graph_to_json(g)}, default=str))
-        return 0
-    rows = [("graph", g.name), ("operators", g.n_ops), ("objective", ans["objective"])]
-    if ans["kind"] == "knapsack":
-        rows += [("items", len(ans["items"])), ("capacity", ans["capacity"]), ("knapsack optimum", ans["knapsack_optimum"])]
-        rows += [("budget (bytes)", ans["budget"])] if "budget" in ans else [("extra compute allowed", ans["extra_compute"])]
-    else:
-        rows += [("numbers", len(ans["numbers"])), ("target T", ans["target"]), ("cap", ans["cap"]),
-                 ("answer", ans["answer"]), ("budget (bytes)", ans["budget"])]
-        if ans["objective"] == "peak":
-            rows.append(("extra compute allowed", ans["extra_compute"]))
-    rows.append(("known optimum", "infeasible" if ans["optimum"] is None and ans["objective"] == "compute"
-                 else (f"> {ans['budget']}" if ans["optimum"] is None else ans["optimum"])))
-    w = max(len(k) for k, _ in rows)
-    for k, v in rows:
-        print(f"{k.ljust(w)}  {v}")
-    if args.output:
-        print(f"wrote {args.output} and {args.output}.answer.json")
-    else:
-        print("(use -o FILE to write the instance and FILE.answer.json)")
-    return 0

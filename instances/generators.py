@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import random
 
-from formulations import Graph, Operator, Tensor
+from memsched.formulations import Graph, Operator, Tensor
 
 __all__ = ["chain", "tree", "unet", "random_dag", "random_multi_output", "random_layered"]
 

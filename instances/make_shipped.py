@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from instances.formats import save_graph
-from instances.generators import chain, random_layered, random_multi_output, tree, unet
+from memsched.instances.formats import save_graph
+from memsched.instances.generators import chain, random_layered, random_multi_output, tree, unet
 
 HERE = Path(__file__).resolve().parent / "shipped"
 

@@ -22,10 +22,10 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from formulations import Graph, Schedule, evaluate
-from formulations.evaluator import ScheduleError
+from memsched.formulations import Graph, Schedule, evaluate
+from memsched.formulations.evaluator import ScheduleError
 
-__all__ = ["Row", "CrosscheckReport", "crosscheck", "find_disagreements", "format_report", "plot_timelines", "cli"]
+__all__ = ["Row", "CrosscheckReport", "crosscheck", "find_disagreements", ]
 
 RATIOS = (0.7, 0.8, 0.9)  # the default budget is the smallest of these that is feasible
 MILP_MAX_OPS = 120
@@ -208,11 +208,12 @@ def crosscheck(graph: Graph, *, budget: float | None = None, time_limit: float =
     ``budget``: ratio (<= 1) of the given order's peak or bytes; default the smallest of
     0.7/0.8/0.9 at which the exact remat finds a schedule. ``progress``: a callable
     receiving one line per finished step."""
-    from solvers import bounds as bounds_mod
-    from solvers import ordering, remat
-    from solvers.exact_order import solve_exact
-    from solvers.ordering_heuristics import HEURISTICS
-    import solvers.dtr as dtr
+    from memsched.solvers.ordering import bounds as bounds_mod
+    from memsched.solvers.ordering import dispatch as ordering
+    from memsched.solvers.remat import dispatch as remat
+    from memsched.solvers.ordering.exact import solve_exact
+    from memsched.solvers.ordering.heuristics import HEURISTICS
+    import memsched.solvers.dtr as dtr
 
     say = progress or (lambda s: None)
     t0 = time.perf_counter()
@@ -275,7 +276,7 @@ def crosscheck(graph: Graph, *, budget: float | None = None, time_limit: float =
     backends = backends if backends is not None else (_available_backends() if run_programs else [])
     scale = 1
     if backends:
-        from solvers.executors import run_schedules
+        from memsched.solvers.executors import run_schedules
 
         ran = [r for r in rows if r.schedule is not None]
         top = max(evaluate(graph, r.schedule).peak for r in ran)
@@ -294,106 +295,11 @@ def crosscheck(graph: Graph, *, budget: float | None = None, time_limit: float =
 
 
 # ----------------------------------------------------------------- output
-def _status_text(rep: CrosscheckReport, r: Row) -> str:
-    if r.method == "exact":
-        cert = r.json.get("certified")
-        return "certified optimal" if cert else f"{r.status}"
-    return r.status
 
 
-def format_report(rep: CrosscheckReport) -> str:
-    from memsched_cli import fmt_bytes, table
-
-    g = rep.graph
-    best_order_lb = rep.order_lower_bound
-    exact_order = next((r for r in rep.rows if r.method == "exact"), None)
-    if exact_order is not None and exact_order.lower_bound is not None:
-        best_order_lb = max(best_order_lb or 0, exact_order.lower_bound)
-    remat_lb = max((r.lower_bound for r in rep.rows
-                    if r.problem == "remat" and r.global_claims and r.lower_bound is not None),
-                   default=None)
-    rows = []
-    for r in rep.rows:
-        realized = ", ".join(f"{fmt_bytes(m['realized_peak'])}" if k.endswith(':cpu') and len(rep.backends) == 1
-                             else f"{k}={m['realized_peak']}" for k, m in r.realized.items()) or "-"
-        if r.problem == "order":
-            gap = None if r.peak is None or not best_order_lb else (r.peak - best_order_lb) / r.peak
-        else:
-            gap = None if r.compute is None or remat_lb is None or not r.compute else (r.compute - remat_lb) / r.compute
-        pct = rep.extra_pct(r)
-        rows.append([r.method, "order" if r.problem == "order" else "remat",
-                     fmt_bytes(r.peak) if r.peak is not None else "-", realized,
-                     "-" if pct is None else f"{pct:+.2f}%", _status_text(rep, r),
-                     "-" if gap is None else f"{100 * gap:.2f}%"])
-    head = [f"graph {g.name}: {g.n_ops} operators, given-order peak {fmt_bytes(_given_peak(rep))}",
-            f"remat budget: {fmt_bytes(rep.budget)}" + (f" ({rep.budget_ratio} x given peak)" if rep.budget_ratio else ""),
-            f"best proven lower bound on the peak: {fmt_bytes(best_order_lb)}",
-            f"programs run on: {', '.join(rep.backends) or 'none'}"
-            + (f" (every size divided by {rep.exec_scale}; realized peaks are of that scaled program)"
-               if rep.exec_scale > 1 else ""), ""]
-    body = table(rows, ["method", "problem", "modeled peak", "realized peak", "extra compute", "status", "gap to bound"])
-    if rep.disagreements:
-        verdict = "\nVERDICT: DISAGREEMENT\n" + "\n".join(f"  - {d}" for d in rep.disagreements)
-    else:
-        verdict = (f"\nVERDICT: all {sum(1 for r in rep.rows if r.schedule is not None)} schedules agree: "
-                   f"evaluator == solver claims, realized == modeled, identical outputs, no bound above a feasible value "
-                   f"({rep.wall_s:.1f} s)")
-    return "\n".join(head) + body + "\n" + verdict
 
 
-def _given_peak(rep: CrosscheckReport):
-    r = next((r for r in rep.rows if r.method == "given"), None)
-    return r.peak if r else None
 
 
-def plot_timelines(rep: CrosscheckReport, path: str) -> None:
-    """Memory timelines (memory during each compute event) of every method on one figure,
-    with the budget and the best lower bound on the peak drawn as lines."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(10, 5.5))
-    for r in rep.rows:
-        if r.schedule is None or r.peak is None:
-            continue
-        ev = evaluate(rep.graph, r.schedule)
-        ys = [m for (kind, _), m in zip(r.schedule.events, ev.timeline) if kind == 0]
-        xs = [k / max(1, len(ys) - 1) for k in range(len(ys))]
-        ax.step(xs, ys, where="post", label=f"{r.method} (peak {r.peak})", lw=1.2)
-    if rep.budget is not None:
-        ax.axhline(rep.budget, color="red", ls="--", lw=1, label=f"budget {rep.budget}")
-    if rep.order_lower_bound is not None:
-        ax.axhline(rep.order_lower_bound, color="black", ls=":", lw=1, label=f"lower bound {rep.order_lower_bound}")
-    ax.set_xlabel("progress through the schedule (compute events, normalized)")
-    ax.set_ylabel("memory while an operator runs (bytes)")
-    ax.set_title(f"memsched crosscheck: {rep.graph.name}")
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
-def cli(args) -> int:
-    import json
-    import sys
-
-    from instances import load_graph
-
-    g = load_graph(args.graph)
-    quiet = args.json
-    rep = crosscheck(g, budget=args.budget, time_limit=args.time_limit,
-                     progress=None if quiet else (lambda s: print(f"  .. {s}", file=sys.stderr, flush=True)))
-    if args.plot:
-        plot_timelines(rep, args.plot)
-    if args.json:
-        print(json.dumps(rep.to_json(), default=str))
-    else:
-        print(format_report(rep))
-        if args.plot:
-            print(f"timelines plotted to {args.plot}")
-    if rep.disagreements:
-        print(f"memsched crosscheck: {len(rep.disagreements)} disagreement(s): {rep.disagreements[0]}", file=sys.stderr)
-        return 1
-    return 0

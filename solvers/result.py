@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from formulations import Graph, Schedule, evaluate
-from formulations.evaluator import Evaluation
+from memsched.formulations import Graph, Schedule, evaluate
+from memsched.formulations.evaluator import Evaluation
 
 __all__ = ["Status", "SolveResult", "SolverDisagreement", "make_result", "Timer"]
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from formulations import Schedule, evaluate
-from instances import generators as gen
-from solvers.executors import recompute_schedule, scaled_graph
+from memsched.formulations import Schedule, evaluate
+from memsched.instances import generators as gen
+from memsched.solvers.executors import recompute_schedule, scaled_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "instances" / "shipped"
@@ -14,8 +14,8 @@ SCALE_TO = 1 << 20  # shipped graphs are scaled so that every tested schedule pe
 
 def shipped_graphs():
     """Every graph file under instances/shipped (recursively), loaded."""
-    from instances import load_graph
-    from instances.formats import InputError
+    from memsched.instances import load_graph
+    from memsched.instances.formats import InputError
 
     out = []
     for p in sorted(SHIPPED.rglob("*.json")):
@@ -31,14 +31,14 @@ def schedules_for(g, *, exact_ops: int = 12):
     driver exists and the graph is small, and a recomputing schedule when one exists."""
     out = [("given", Schedule.from_order(g, g.given_order()))]
     try:
-        from solvers.ordering_heuristics import best_order
+        from memsched.solvers.ordering.heuristics import best_order
     except ImportError:
         best_order = None
     if best_order is not None:
         out.append(("best", Schedule.from_order(g, best_order(g))))
     if g.n_ops <= exact_ops:
         try:
-            from solvers.exact_order import solve_exact
+            from memsched.solvers.ordering.exact import solve_exact
         except ImportError:
             solve_exact = None
         if solve_exact is not None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from formulations import COMPUTE, FREE, Graph, Operator, Schedule, Tensor
+from memsched.formulations import COMPUTE, FREE, Graph, Operator, Schedule, Tensor
 
 
 @st.composite

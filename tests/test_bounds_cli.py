@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-import memsched_cli
-from instances import SHIPPED, load_graph
-from formulations import order_peak
+import memsched.cli.main
+from memsched.instances import SHIPPED, load_graph
+from memsched.formulations import order_peak
 
 
 def _a_graph():
@@ -17,7 +17,7 @@ def _a_graph():
 
 def test_bound_json(capsys):
     path = _a_graph()
-    assert memsched_cli.main(["bound", path, "--json"]) == 0
+    assert memsched.cli.main.main(["bound", path, "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert set(d["bounds"]) >= {"initial", "per_op", "trap", "reverse", "pair"}
     assert d["lower_bound"] == max(b["value"] for b in d["bounds"].values())
@@ -28,13 +28,13 @@ def test_bound_json(capsys):
 
 
 def test_bound_human(capsys):
-    assert memsched_cli.main(["bound", _a_graph()]) == 0
+    assert memsched.cli.main.main(["bound", _a_graph()]) == 0
     out = capsys.readouterr().out
     assert "lower bound:" in out and "forward trap" in out
 
 
 def test_bound_missing_file_exits_2(capsys, tmp_path):
-    assert memsched_cli.main(["bound", str(tmp_path / "nope.json")]) == 2
+    assert memsched.cli.main.main(["bound", str(tmp_path / "nope.json")]) == 2
     err = capsys.readouterr().err
     assert "nope.json" in err and len(err.strip().splitlines()) == 1
 
@@ -43,12 +43,12 @@ def test_bound_bad_graph_exits_2(capsys, tmp_path):
     p = tmp_path / "cyc.json"
     p.write_text(json.dumps({"nodes": [{"id": 0, "cost_ram": 1, "cost_cpu": 1}, {"id": 1, "cost_ram": 1, "cost_cpu": 1}],
                              "links": [{"source": 0, "target": 1}, {"source": 1, "target": 0}]}))
-    assert memsched_cli.main(["bound", str(p)]) == 2
+    assert memsched.cli.main.main(["bound", str(p)]) == 2
     assert "cycle" in capsys.readouterr().err
 
 
 def test_bounds_on_shared_graphs_below_given_order(shared_data):
-    from solvers.bounds import bound_report
+    from memsched.solvers.ordering.bounds import bound_report
 
     for f in sorted((shared_data / "graphs").glob("*/*.json")):
         g = load_graph(f)

@@ -1,4 +1,4 @@
-"""Property tests of the lower bounds (solvers/bounds.py) and the down-set DP against a
+"""Property tests of the lower bounds (solvers/ordering/bounds.py) and the down-set DP against a
 brute force over every topological order, written here independently of the code under
 test (its own memory simulation, cross-checked with the evaluator)."""
 from __future__ import annotations
@@ -6,9 +6,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formulations import Graph, Schedule, evaluate, order_peak
-from solvers import bounds as B
-from solvers.downset_dp import beam_order, downset_decide, downset_dp, downset_optimize
+from memsched.formulations import Graph, Schedule, evaluate, order_peak
+from memsched.cli.order import format_report
+from memsched.solvers.ordering import bounds as B
+from memsched.solvers.ordering.downset_dp import beam_order, downset_decide, downset_dp, downset_optimize
 from strategies import random_graphs, single_output_graphs
 
 
@@ -144,7 +145,7 @@ def test_naive_reversal_is_unsound():
 def test_random_layered_reversal_counterexample_and_speed():
     """On generated random layered graphs the sound bounds stay below a feasible order
     (the DP's / a heuristic's), all bounds run, and the report is consistent."""
-    from instances.generators import random_layered
+    from memsched.instances.generators import random_layered
 
     g = random_layered(60, 3)
     rep = B.bound_report(g)
@@ -152,7 +153,7 @@ def test_random_layered_reversal_counterexample_and_speed():
     assert rep["lower_bound"] <= ub
     assert rep["lower_bound"] == max(b["value"] for b in rep["bounds"].values())
     assert set(rep["bounds"]) == {"initial", "per_op", "trap", "reverse", "pair"}
-    text = B.format_report(g, rep)
+    text = format_report(g, rep)
     assert str(rep["lower_bound"]) in text and "trap" in text
 
 

@@ -3,13 +3,13 @@ import json
 
 import pytest
 
-import memsched_cli
-from instances import SHIPPED, graph_to_json
-from instances.generators import chain, tree
+import memsched.cli.main
+from memsched.instances import SHIPPED, graph_to_json
+from memsched.instances.generators import chain, tree
 
 
 def run(capsys, *argv):
-    rc = memsched_cli.main([str(a) for a in argv])
+    rc = memsched.cli.main.main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return rc, out, err
 
@@ -104,7 +104,7 @@ def test_info_and_order_on_every_shipped_instance(capsys, path):
 
 
 def test_node_link_input_is_accepted(tmp_path, capsys):
-    from instances.formats import graph_to_node_link
+    from memsched.instances.formats import graph_to_node_link
 
     p = _write(tmp_path, "nl.json", graph_to_node_link(tree(10, seed=1)))
     rc, out, err = run(capsys, "order", p, "--json", "--method", "liu")

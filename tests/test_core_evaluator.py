@@ -5,7 +5,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from formulations import COMPUTE, FREE, Graph, Operator, Schedule, ScheduleError, Tensor, evaluate
+from memsched.formulations import COMPUTE, FREE, Graph, Operator, Schedule, ScheduleError, Tensor, evaluate
 from strategies import random_graphs, random_schedules, topological_orders, valid_schedules
 
 

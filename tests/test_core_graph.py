@@ -4,7 +4,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from formulations import Graph, GraphError, MemschedError, Operator, Tensor
+from memsched.formulations import Graph, GraphError, MemschedError, Operator, Tensor
 from strategies import random_graphs
 
 

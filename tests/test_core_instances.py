@@ -5,10 +5,10 @@ import math
 
 from hypothesis import given, settings, strategies as st
 
-from formulations import Schedule, evaluate
-from instances import SHIPPED, graph_to_json, load_graph
-from instances.generators import chain, random_dag, random_layered, random_multi_output, tree, unet
-from instances.make_shipped import main as make_shipped_main, shipped_graphs
+from memsched.formulations import Schedule, evaluate
+from memsched.instances import SHIPPED, graph_to_json, load_graph
+from memsched.instances.generators import chain, random_dag, random_layered, random_multi_output, tree, unet
+from memsched.instances.make_shipped import main as make_shipped_main, shipped_graphs
 
 
 def test_shipped_files_are_regenerated_identically(tmp_path):

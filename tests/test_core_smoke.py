@@ -1,8 +1,8 @@
 """Smoke tests of the core model; the thorough property tests live beside it."""
 import pytest
 
-from formulations import Graph, GraphError, Operator, Schedule, ScheduleError, Tensor, evaluate
-from instances.generators import chain
+from memsched.formulations import Graph, GraphError, Operator, Schedule, ScheduleError, Tensor, evaluate
+from memsched.instances.generators import chain
 
 
 def test_chain_peak_is_two_tensors():

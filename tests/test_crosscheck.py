@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-import memsched_cli
-from formulations import Schedule
-from instances import SHIPPED, load_graph
-from instances.generators import unet
-from solvers import crosscheck as xc
+import memsched.cli.main
+from memsched.formulations import Schedule
+from memsched.instances import SHIPPED, load_graph
+from memsched.instances.generators import unet
+from memsched.solvers import crosscheck as xc
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def test_realized_not_modeled_is_caught(small):
 
 
 def test_optimal_beaten_is_caught():
-    from solvers.ordering_heuristics import HEURISTICS
+    from memsched.solvers.ordering.heuristics import HEURISTICS
 
     g = load_graph(SHIPPED / "tree_15.json")
     given = Schedule.from_order(g, g.given_order())
@@ -100,7 +100,7 @@ def test_optimal_beaten_is_caught():
 
 
 def test_cli_exits_1_on_tampered_output(monkeypatch, capsys, tmp_path):
-    import solvers.executors as ex
+    import memsched.solvers.executors as ex
 
     real = ex.run_schedules
 
@@ -111,10 +111,10 @@ def test_cli_exits_1_on_tampered_output(monkeypatch, capsys, tmp_path):
 
     monkeypatch.setattr(ex, "run_schedules", tampered)
     path = tmp_path / "g.json"
-    from instances.formats import save_graph
+    from memsched.instances.formats import save_graph
 
     save_graph(unet(2, 1, 64, halving=False), path)
-    rc = memsched_cli.main(["crosscheck", str(path), "--budget", "0.9", "--time-limit", "5", "--json"])
+    rc = memsched.cli.main.main(["crosscheck", str(path), "--budget", "0.9", "--time-limit", "5", "--json"])
     cap = capsys.readouterr()
     assert rc == 1
     out = json.loads(cap.out)
@@ -132,5 +132,5 @@ def test_shipped_instances_agree(name):
 def test_bad_graph_exits_2(tmp_path, capsys):
     p = tmp_path / "bad.json"
     p.write_text('{"nodes": [}')
-    assert memsched_cli.main(["crosscheck", str(p)]) == 2
+    assert memsched.cli.main.main(["crosscheck", str(p)]) == 2
     assert "bad.json:1:" in capsys.readouterr().err

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formulations import order_peak
-from instances.dtr_trace import parse_trace
-from instances.generators import random_dag, random_multi_output
-from solvers.dtr import Runtime, baseline, graph_to_trace
+from memsched.formulations import order_peak
+from memsched.instances.dtr_trace import parse_trace
+from memsched.instances.generators import random_dag, random_multi_output
+from memsched.solvers.dtr import Runtime, baseline, graph_to_trace
 from strategies import random_graphs
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "dtr-traces"

@@ -5,10 +5,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formulations import evaluate, order_peak
-from instances.generators import chain, random_dag, random_multi_output
-from solvers.dtr import replay_graph, trace_to_graph
-from solvers.result import Status
+from memsched.formulations import evaluate, order_peak
+from memsched.instances.generators import chain, random_dag, random_multi_output
+from memsched.solvers.dtr import replay_graph, trace_to_graph
+from memsched.solvers.result import Status
 from strategies import random_graphs
 
 
@@ -40,7 +40,7 @@ def test_replay_graph_schedules_accepted(g, frac, h):
 def test_replay_graph_at_order_peak_is_the_plain_order(g):
     # with the given order's own peak (inputs kept resident) as budget nothing needs
     # evicting: no recompute
-    from formulations import Graph
+    from memsched.formulations import Graph
 
     gk = Graph(g.ops, g.tensors, pinned=frozenset(g.tensors[j].name for j in g.input_idx), outputs=g.outputs,
                order=g.order, name="kept")
@@ -61,7 +61,7 @@ def test_replay_graph_recomputes_on_random_dags(seed):
 def test_replay_graph_chain_recomputes():
     # chain of 6 x 10 B; the output is required. Any budget >= 20 suffices (2 resident)
     g = chain(6, size=10)
-    from formulations import Graph
+    from memsched.formulations import Graph
 
     g = Graph(g.ops, g.tensors, outputs=("v5",), order=g.order, name="c")
     r = _check(g, 20)
@@ -73,7 +73,7 @@ def test_replay_graph_chain_recomputes():
 def test_trace_to_graph(shared_data):
     import json
 
-    from instances.dtr_trace import parse_trace
+    from memsched.instances.dtr_trace import parse_trace
 
     d = shared_data / "dtr-traces"
     m = json.loads((d / "manifest.json").read_text())["models"][0]

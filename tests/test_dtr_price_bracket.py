@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
-from formulations import evaluate, order_peak
-from instances.dtr_trace import parse_trace_lines
-from solvers.dtr import trace_to_graph
+from memsched.formulations import evaluate, order_peak
+from memsched.instances.dtr_trace import parse_trace_lines
+from memsched.solvers.dtr import trace_to_graph
 from test_special_brute import brute_remat
 from dtr_lines import J, call, const, release
 
@@ -58,7 +58,7 @@ def random_training_trace(seed: int, n_fwd: int = 3):
 def budget_between(g, frac: float) -> int:
     """frac of the way from the least budget that local_infeasibility does not exclude to
     the given order's peak (where recomputation starts to matter)."""
-    from solvers.remat import local_infeasibility
+    from memsched.solvers.remat.dispatch import local_infeasibility
 
     P = order_peak(g, g.given_order())
     lo, hi = 0, P
@@ -132,7 +132,7 @@ def test_bracket_consistent_on_random_traces(seed, frac):
 def test_bracket_with_cp_and_families():
     """8-operator training steps between the memory lower bound and the given-order peak,
     where DTR does recompute more than the optimum in some cells."""
-    from solvers.remat import order_lower_bound
+    from memsched.solvers.remat.dispatch import order_lower_bound
 
     above_opt = 0
     for seed in range(8):
@@ -166,7 +166,7 @@ def test_bracket_kinds():
 def test_lower_bound_floor_needs_recompute():
     # chain of 3 ops, each 10 B; P = 20 (two tensors at once); the required output is the
     # last one. With the ordering bound above B the floor adds the cheapest operator.
-    from formulations import Graph, Operator, Tensor
+    from memsched.formulations import Graph, Operator, Tensor
 
     g = Graph([Operator("a", (), ("ta",), 3.0), Operator("b", ("ta",), ("tb",), 5.0),
                Operator("c", ("ta", "tb"), ("tc",), 7.0)],
@@ -200,7 +200,7 @@ def test_render_table_rows():
 def test_resnet32_price_bracket(shared_data):
     d = shared_data / "dtr-traces"
     m = next(m for m in json.loads((d / "manifest.json").read_text())["models"] if m["log"].startswith("resnet32"))
-    from instances.dtr_trace import parse_trace
+    from memsched.instances.dtr_trace import parse_trace
 
     tr = parse_trace(d / m["log"], start=m["has_start"])
     g = trace_to_graph(tr, name="resnet32")
@@ -217,8 +217,8 @@ def test_resnet32_price_bracket(shared_data):
 
 
 def test_replay_graph_timeout_is_neither_feasible_nor_infeasible():
-    from solvers.dtr import replay_graph
-    from solvers.result import Status
+    from memsched.solvers.dtr import replay_graph
+    from memsched.solvers.result import Status
 
     tr = random_training_trace(3, n_fwd=4)
     g = trace_to_graph(tr, name="rand")

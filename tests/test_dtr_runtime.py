@@ -4,10 +4,10 @@ import math
 
 import pytest
 
-import memsched_cli
-from instances.dtr_trace import parse_trace_lines
-from solvers.dtr import find_holes, replay, sweep
-from solvers.dtr.runtime import Runtime, baseline, canonical_heuristic
+import memsched.cli.main
+from memsched.instances.dtr_trace import parse_trace_lines
+from memsched.solvers.dtr import find_holes, replay, sweep
+from memsched.solvers.dtr.runtime import Runtime, baseline, canonical_heuristic
 from dtr_lines import J, call1 as call
 
 
@@ -109,17 +109,17 @@ def test_lookahead_tiny(h):
 def test_cli_replay_json(tmp_path, capsys):
     log = tmp_path / "tiny.log"
     log.write_text("\n".join(TINY) + "\n")
-    rc = memsched_cli.main(["dtr", "replay", str(log), "--ratio", str(310 / 410 + 1e-9), "--json"])
+    rc = memsched.cli.main.main(["dtr", "replay", str(log), "--ratio", str(310 / 410 + 1e-9), "--json"])
     d = json.loads(capsys.readouterr().out)
     assert rc == 0
     assert {k: d[k] for k in ("outcome", "clock", "peak", "evictions", "baseline_memory", "baseline_compute",
                               "budget")} == {"outcome": "ok", "clock": 27, "peak": 310, "evictions": 3,
                                              "baseline_memory": 410, "baseline_compute": 26, "budget": 310}
     assert "wall_s" in d
-    assert memsched_cli.main(["dtr", "replay", str(log), "--overhead-limit", "0.5"]) == 2
-    assert memsched_cli.main(["dtr", "replay", str(log), "--heuristic", "bogus"]) == 2
-    assert memsched_cli.main(["dtr"]) == 2
-    rc = memsched_cli.main(["dtr", "sweep", str(log), "--lo", "0.7", "--hi", "0.8", "--step", "0.05",
+    assert memsched.cli.main.main(["dtr", "replay", str(log), "--overhead-limit", "0.5"]) == 2
+    assert memsched.cli.main.main(["dtr", "replay", str(log), "--heuristic", "bogus"]) == 2
+    assert memsched.cli.main.main(["dtr"]) == 2
+    rc = memsched.cli.main.main(["dtr", "sweep", str(log), "--lo", "0.7", "--hi", "0.8", "--step", "0.05",
                             "--resolution", "0.01", "--jobs", "1", "--json"])
     d = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert rc == 0 and d["min_feasible_ratio"] == pytest.approx(0.76)
@@ -136,7 +136,7 @@ def _trace_path(shared_data, stem):
 @pytest.mark.parametrize("h", ["dtr", "dtr-eqclass", "random"])
 def test_determinism_three_repeats(shared_data, h):
     path = _trace_path(shared_data, "resnet32")
-    from instances.dtr_trace import parse_trace
+    from memsched.instances.dtr_trace import parse_trace
 
     tr = parse_trace(path)
     runs = [replay(tr, 0.3, heuristic=h) for _ in range(3)]
@@ -151,8 +151,8 @@ def test_determinism_three_repeats(shared_data, h):
 
 def test_explain_tiny_runs(tmp_path):
     # not a hole (0.5 fails, 0.9 succeeds): explain refuses a non-feasible --vs
-    from formulations import MemschedError
-    from solvers.dtr import explain
+    from memsched.formulations import MemschedError
+    from memsched.solvers.dtr import explain
 
     with pytest.raises(MemschedError):
         explain(tiny(), 0.6, 0.5)

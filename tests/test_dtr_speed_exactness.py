@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from instances.dtr_trace import parse_trace, parse_trace_lines
-from solvers.dtr.runtime import Runtime, baseline
+from memsched.instances.dtr_trace import parse_trace, parse_trace_lines
+from memsched.solvers.dtr.runtime import Runtime, baseline
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "dtr-traces"
 HEUR = ["dtr", "msps", "ab-e", "lookahead-2", "belady"]
@@ -229,8 +229,8 @@ def test_region_invariant_failure_is_a_clear_error(tmp_path, capsys, monkeypatch
     one-line error and exit code 2 from the CLI, not a traceback."""
     import sys as _sys
 
-    import memsched_cli
-    from solvers.dtr.runtime import RegionInvariantError
+    import memsched.cli.main
+    from memsched.solvers.dtr.runtime import RegionInvariantError
 
     lines = []
     real = _sys.modules[__name__].parse_trace_lines
@@ -246,9 +246,9 @@ def test_region_invariant_failure_is_a_clear_error(tmp_path, capsys, monkeypatch
         Runtime(tr, int(0.5 * b["baseline_memory"]), "dtr").run()
     f = tmp_path / "inv.log"
     f.write_text("\n".join(lines) + "\n")
-    rc = memsched_cli.main(["dtr", "replay", str(f), "--ratio", "0.5", "--heuristic", "dtr"])
+    rc = memsched.cli.main.main(["dtr", "replay", str(f), "--ratio", "0.5", "--heuristic", "dtr"])
     err = capsys.readouterr().err
     assert rc == 2
     assert "region invariant" in err and "inv.log" in err and "Traceback" not in err
     # a heuristic without regions replays the same trace
-    assert memsched_cli.main(["dtr", "replay", str(f), "--ratio", "0.5", "--heuristic", "dtr-local"]) == 0
+    assert memsched.cli.main.main(["dtr", "replay", str(f), "--ratio", "0.5", "--heuristic", "dtr-local"]) == 0

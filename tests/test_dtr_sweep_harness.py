@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import memsched_cli
-from instances.dtr_trace import parse_trace_lines
-from solvers.dtr import replay
-from solvers.dtr.sweep import (FEASIBLE, INFEASIBLE, InlineExecutor, find_holes, summarize_result,
+import memsched.cli.main
+from memsched.instances.dtr_trace import parse_trace_lines
+from memsched.solvers.dtr import replay
+from memsched.solvers.dtr.sweep import (FEASIBLE, INFEASIBLE, InlineExecutor, find_holes, summarize_result,
                                summarize_rows, sweep, sweep_many)
-from solvers.harness.executors import LocalExecutor
-from solvers.harness.store import read_rows
+from memsched.solvers.pool.executors import LocalExecutor
+from memsched.solvers.pool.store import read_rows
 
 from dtr_lines import J, call1 as call
 
@@ -181,16 +181,16 @@ def test_results_file_needs_resume(tmp_path, capsys):
     out = tmp_path / "r.jsonl"
     args = ["dtr", "sweep", str(p), "--lo", "0.5", "--hi", "1.0", "--step", "0.25", "--resolution", "0.25",
             "--results", str(out), "--jobs", "1", "-q"]
-    assert memsched_cli.main(args) == 0
-    assert memsched_cli.main(args) == 2
+    assert memsched.cli.main.main(args) == 0
+    assert memsched.cli.main.main(args) == 2
     assert "--resume" in capsys.readouterr().err
-    assert memsched_cli.main(args[:-5] + ["--resume", "-q"]) == 2  # --resume without --results
-    assert memsched_cli.main(args[:-3] + ["--jobs", "3"]) == 2
-    assert memsched_cli.main(["dtr", "sweep", str(p), "--heuristic", "dtr,bogus"]) == 2
-    assert memsched_cli.main(["dtr", "sweep", str(tmp_path / "missing.log")]) == 2
+    assert memsched.cli.main.main(args[:-5] + ["--resume", "-q"]) == 2  # --resume without --results
+    assert memsched.cli.main.main(args[:-3] + ["--jobs", "3"]) == 2
+    assert memsched.cli.main.main(["dtr", "sweep", str(p), "--heuristic", "dtr,bogus"]) == 2
+    assert memsched.cli.main.main(["dtr", "sweep", str(tmp_path / "missing.log")]) == 2
     empty = tmp_path / "e.jsonl"
     empty.write_text(json.dumps({"key": "x", "status": "optimal"}) + "\n")
-    assert memsched_cli.main(["dtr", "report", str(empty)]) == 2
+    assert memsched.cli.main.main(["dtr", "report", str(empty)]) == 2
 
 
 # ------------------------------------------------------------------ CLI: several sweeps, report
@@ -198,7 +198,7 @@ def test_cli_several_sweeps_and_report(tmp_path, capsys):
     a, b = synth_file(tmp_path, 14, 21), synth_file(tmp_path, 22, 22)
     out = tmp_path / "r.jsonl"
     opts = ["--lo", "0.1", "--hi", "1.0", "--step", "0.1", "--resolution", "0.005", "--repeats", "2"]
-    rc = memsched_cli.main(["dtr", "sweep", str(a), str(b), "--heuristic", "dtr,lru", *opts, "--jobs", "2",
+    rc = memsched.cli.main.main(["dtr", "sweep", str(a), str(b), "--heuristic", "dtr,lru", *opts, "--jobs", "2",
                             "--results", str(out), "--json"])
     cap = capsys.readouterr()
     assert rc == 0
@@ -215,7 +215,7 @@ def test_cli_several_sweeps_and_report(tmp_path, capsys):
         assert d["holes"] == [h.to_json() for h in ref.holes]
     assert len(read_rows(out)) == sum(d["replays"] for d in got)
     # the report of the results file: one summary per sweep, equal to the sweeps' own
-    assert memsched_cli.main(["dtr", "report", str(out), "--json"]) == 0
+    assert memsched.cli.main.main(["dtr", "report", str(out), "--json"]) == 0
     items = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     want = sorted((summarize_result(r) for r in refs), key=lambda d: (d["trace"], d["heuristic"]))
     assert len(items) == 4
@@ -224,12 +224,12 @@ def test_cli_several_sweeps_and_report(tmp_path, capsys):
                (w["trace"], w["heuristic"], w["samples"], w["min_feasible_ratio"], w["outcomes"])
         assert it["holes"] == [h.to_json() for h in w["holes"]]
     # memsched report recognizes the DTR rows
-    assert memsched_cli.main(["report", str(out)]) == 0
+    assert memsched.cli.main.main(["report", str(out)]) == 0
     text = capsys.readouterr().out
     assert "DTR budget sweeps" in text and text.count(a.name[:20]) >= 2
     # text mode: the per-sweep report, then the summary table
     out2 = tmp_path / "r2.jsonl"
-    assert memsched_cli.main(["dtr", "sweep", str(a), "--heuristic", "dtr,lru", *opts, "--jobs", "1",
+    assert memsched.cli.main.main(["dtr", "sweep", str(a), "--heuristic", "dtr,lru", *opts, "--jobs", "1",
                               "--results", str(out2), "-q"]) == 0
     text = capsys.readouterr().out
     assert text.count("smallest feasible ratio:") == 2 and "| trace | heuristic |" in text
@@ -259,15 +259,15 @@ def test_report_holes_on_a_synthetic_outcome_sequence(tmp_path):
 CHILD = """
 import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a background parent hands SIGINT down ignored
-import solvers.dtr.sweep
-S = sys.modules["solvers.dtr.sweep"]  # (the package's `sweep` attribute is the function)
+import memsched.solvers.dtr.sweep
+S = sys.modules["memsched.solvers.dtr.sweep"]  # (the package's `sweep` attribute is the function)
 orig = S.sweep_many
 def slow(*a, **k):
     k["debug"] = {"sleep": 0.15}
     return orig(*a, **k)
 S.sweep_many = slow
-import memsched_cli
-sys.exit(memsched_cli.main(sys.argv[1:]))
+import memsched.cli.main
+sys.exit(memsched.cli.main.main(sys.argv[1:]))
 """
 
 
@@ -298,7 +298,7 @@ def test_ctrl_c_keeps_finished_replays_and_resume_completes(tmp_path):
     kept = read_rows(out)
     assert 6 <= len(kept) < ref.replays
     # resume (the command it printed, run in-process): nothing is replayed twice
-    assert memsched_cli.main(["dtr", "sweep", str(p), *opts, "--jobs", "1", "--results", str(out), "--resume",
+    assert memsched.cli.main.main(["dtr", "sweep", str(p), *opts, "--jobs", "1", "--results", str(out), "--resume",
                               "-q", "--json"]) == 0
     rows = read_rows(out)
     assert len(rows) == ref.replays
@@ -311,7 +311,7 @@ def test_dask_executor_equals_inline(tmp_path):
     pytest.importorskip("distributed")
     from distributed import Client, LocalCluster
 
-    from solvers.harness.executors import DaskExecutor
+    from memsched.solvers.pool.executors import DaskExecutor
 
     paths = [synth_file(tmp_path, 12, 41), synth_file(tmp_path, 18, 42)]
     pairs = [(q, "dtr") for q in paths]

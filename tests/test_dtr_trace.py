@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-import memsched_cli
-from instances.dtr_trace import COMPUTE, GET, PIN, RELEASE, TraceError, manifest_has_start, parse_trace, \
+import memsched.cli.main
+from memsched.instances.dtr_trace import COMPUTE, GET, PIN, RELEASE, TraceError, manifest_has_start, parse_trace, \
     parse_trace_lines
 from dtr_lines import J, call, const
 
@@ -79,13 +79,13 @@ def test_malformed_line_names_file_and_line(tmp_path, mutate, line, msg, capsys)
     with pytest.raises(TraceError) as ei:
         parse_trace(log, start=True)
     assert f"bad.log:{line}:" in str(ei.value) and msg in str(ei.value)
-    rc = memsched_cli.main(["dtr", "replay", str(log)])
+    rc = memsched.cli.main.main(["dtr", "replay", str(log)])
     err = capsys.readouterr().err
     assert rc == 2 and f"bad.log:{line}" in err and "Traceback" not in err
 
 
 def test_missing_file_cli(tmp_path, capsys):
-    rc = memsched_cli.main(["dtr", "replay", str(tmp_path / "nope.log")])
+    rc = memsched.cli.main.main(["dtr", "replay", str(tmp_path / "nope.log")])
     assert rc == 2 and "no such file" in capsys.readouterr().err
 
 

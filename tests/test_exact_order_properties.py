@@ -6,11 +6,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formulations import evaluate, order_peak
-from formulations.cpsat_order import build_order_model, solve_order_model
-from solvers import bounds as B
-from solvers import exact_order as E
-from solvers.downset_dp import downset_dp
+from memsched.formulations import evaluate, order_peak
+from memsched.formulations.cpsat_order import build_order_model, solve_order_model
+from memsched.solvers.ordering import bounds as B
+from memsched.solvers.ordering import exact as E
+from memsched.solvers.ordering.downset_dp import downset_dp
 from strategies import random_graphs, single_output_graphs, topological_orders
 from test_bounds_properties import brute, simulate
 
@@ -108,7 +108,7 @@ def test_parts_of_any_prefix_and_split_search(g, data):
 
 
 def test_generated_layered_graphs_are_solved_consistently():
-    from instances.generators import random_layered
+    from memsched.instances.generators import random_layered
 
     for seed in range(3):
         g = random_layered(40, seed)
@@ -121,7 +121,7 @@ def test_generated_layered_graphs_are_solved_consistently():
 
 
 def test_interrupt_returns_best_order_with_status_timeout(monkeypatch):
-    from instances.generators import random_layered
+    from memsched.instances.generators import random_layered
 
     g = random_layered(100, 0)  # bounds and heuristics alone do not certify it
 
@@ -138,7 +138,7 @@ def test_interrupt_returns_best_order_with_status_timeout(monkeypatch):
 
 
 def test_time_limit_returns_timeout_not_optimal():
-    from instances.generators import random_layered
+    from memsched.instances.generators import random_layered
 
     g = random_layered(300, 0)
     res = E.solve_exact(g, time_limit=0.5, workers=1)
@@ -152,7 +152,7 @@ def test_time_limit_returns_timeout_not_optimal():
 
 def test_symmetric_operators_and_workspace_in_cpsat():
     """Interchangeable operators get symmetry-breaking precedences; workspace counts."""
-    from formulations import Graph, Operator, Tensor
+    from memsched.formulations import Graph, Operator, Tensor
 
     ops = [Operator("src", (), ("x",))] + [Operator(f"b{i}", ("x",), (f"y{i}",), 1.0, 5) for i in range(4)] + [
         Operator("sink", tuple(f"y{i}" for i in range(4)), ("z",))]
@@ -165,7 +165,7 @@ def test_symmetric_operators_and_workspace_in_cpsat():
 
 
 def test_random_seeds_are_deterministic():
-    from instances.generators import random_layered
+    from memsched.instances.generators import random_layered
 
     g = random_layered(50, 2)
     a = E.solve_exact(g, time_limit=10, workers=1, seed=3)
@@ -174,8 +174,8 @@ def test_random_seeds_are_deterministic():
 
 
 def test_solve_dp_and_cpsat_stop_at():
-    from instances.generators import random_layered
-    from solvers.downset_dp import solve_dp
+    from memsched.instances.generators import random_layered
+    from memsched.solvers.ordering.downset_dp import solve_dp
 
     g = random_layered(30, 4)
     r = solve_dp(g, time_limit=30)
@@ -200,8 +200,8 @@ def test_real_sigint_during_search_returns_timeout(tmp_path):
     code = (
         "import json, signal, sys\n"
         "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-        "from instances.generators import random_layered\n"
-        "from solvers.exact_order import solve_exact\n"
+        "from memsched.instances.generators import random_layered\n"
+        "from memsched.solvers.ordering.exact import solve_exact\n"
         "g = random_layered(100, 2)\n"
         "r = solve_exact(g, time_limit=120, workers=1, progress=True)\n"
         "print(json.dumps({k: r.to_json(g)[k] for k in ('status', 'peak', 'lower_bound', 'certified', 'interrupted')}))\n"
@@ -231,7 +231,7 @@ def test_real_sigint_during_search_returns_timeout(tmp_path):
 def test_cpsat_counts_the_initial_state():
     """Regression (found by hypothesis in CI): an input nothing consumes is resident before
     the first event, so the peak is at least its size even though it is freed at once."""
-    from formulations import Graph, Operator, Tensor
+    from memsched.formulations import Graph, Operator, Tensor
 
     g = Graph([Operator("op0", (), ("t0",), 0.0, 0)], [Tensor("in0", 1), Tensor("t0", 0)], outputs=("t0",))
     sol = solve_order_model(build_order_model(g), time_limit=10, workers=1)

@@ -5,10 +5,10 @@ import itertools
 
 from hypothesis import given, settings, strategies as st
 
-from formulations import Schedule, evaluate
-from instances import generators as gen
-from solvers.executors import best_fit, buffers_of, check_plan, cpsat_plan, plan_arena, recompute_schedule
-from solvers.executors.arena import Buffer, _peak
+from memsched.formulations import Schedule, evaluate
+from memsched.instances import generators as gen
+from memsched.solvers.executors import best_fit, buffers_of, check_plan, cpsat_plan, plan_arena, recompute_schedule
+from memsched.solvers.executors.arena import Buffer, _peak
 
 
 def _graph(kind, n, seed):

@@ -8,11 +8,11 @@ import sys
 import pytest
 
 from exec_common import random_graphs, scale_for, schedules_for, shipped_graphs
-from formulations import Graph, Operator, Schedule, Tensor, evaluate
-from instances import generators as gen
-from instances.formats import save_graph
-import memsched_cli
-from solvers.executors import (ExecError, emit_program, recompute_schedule, run_batch, run_program, run_schedule,
+from memsched.formulations import Graph, Operator, Schedule, Tensor, evaluate
+from memsched.instances import generators as gen
+from memsched.instances.formats import save_graph
+import memsched.cli.main
+from memsched.solvers.executors import (ExecError, emit_program, recompute_schedule, run_batch, run_program, run_schedule,
                                schedule_from_computes)
 
 
@@ -115,12 +115,12 @@ def test_scale_refuses_and_scales(tmp_path, capsys):
     g = gen.chain(4, size=3 << 20, name="bigchain")
     path = tmp_path / "big.json"
     save_graph(g, path)
-    rc = memsched_cli.main(["run", str(path), "--max-bytes", str(1 << 20)])
+    rc = memsched.cli.main.main(["run", str(path), "--max-bytes", str(1 << 20)])
     err = capsys.readouterr().err
     assert rc == 2 and "exceeds the run limit" in err and "--scale" in err
     with pytest.raises(ExecError):
         run_schedule(g, Schedule.from_order(g, g.given_order()), max_bytes=1 << 20)
-    rc = memsched_cli.main(["run", str(path), "--scale", "1000", "--json"])
+    rc = memsched.cli.main.main(["run", str(path), "--scale", "1000", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["scale"] == 1000
     assert out["realized_peak"] == out["modeled_peak"] == 2 * -(-(3 << 20) // 1000)
@@ -132,7 +132,7 @@ def test_cli_run_json_keys_and_methods(tmp_path, capsys):
     path = tmp_path / "u.json"
     save_graph(g, path)
     for method in ("given", "best"):
-        rc = memsched_cli.main(["run", str(path), "--method", method, "--json"])
+        rc = memsched.cli.main.main(["run", str(path), "--method", method, "--json"])
         out = json.loads(capsys.readouterr().out)
         assert rc == 0
         for k in ("modeled_peak", "realized_peak", "output_hash", "backend", "device", "wall_s"):
@@ -140,7 +140,7 @@ def test_cli_run_json_keys_and_methods(tmp_path, capsys):
         assert out["realized_peak"] == out["modeled_peak"]
     sched = tmp_path / "s.json"
     sched.write_text(json.dumps(Schedule.from_order(g, g.given_order()).to_json(g)))
-    assert memsched_cli.main(["run", str(path), str(sched), "--arena"]) == 0
+    assert memsched.cli.main.main(["run", str(path), str(sched), "--arena"]) == 0
     assert "realized peak" in capsys.readouterr().out
 
 
@@ -149,7 +149,7 @@ def test_cli_emit_standalone(tmp_path, capsys):
     path = tmp_path / "g.json"
     save_graph(g, path)
     prog = tmp_path / "prog.py"
-    assert memsched_cli.main(["emit", str(path), "--arena", "-o", str(prog)]) == 0
+    assert memsched.cli.main.main(["emit", str(path), "--arena", "-o", str(prog)]) == 0
     capsys.readouterr()
     cp = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, check=True)
     res = json.loads(cp.stdout.split("MEMSCHED-RESULT ", 1)[1])
@@ -167,6 +167,6 @@ def test_cli_user_errors(tmp_path, capsys, argv, needle):
     path = tmp_path / "g.json"
     save_graph(gen.chain(3), path)
     argv = [a.format(g=path, missing=tmp_path / "nope.json", dir=tmp_path) for a in argv]
-    assert memsched_cli.main(argv) == 2
+    assert memsched.cli.main.main(argv) == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err

@@ -7,8 +7,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from exec_common import random_graphs, scale_for, schedules_for, shipped_graphs  # noqa: E402
-from formulations import Schedule, evaluate  # noqa: E402
-from solvers.executors import recompute_schedule, run_batch  # noqa: E402
+from memsched.formulations import Schedule, evaluate  # noqa: E402
+from memsched.solvers.executors import recompute_schedule, run_batch  # noqa: E402
 
 
 def test_shipped_instances_torch_cpu_matches_numpy():
@@ -68,7 +68,7 @@ class Tiny(torch.nn.Module):
 
 
 def _import(training):
-    from instances.torch_import import import_model
+    from memsched.instances.torch_import import import_model
 
     torch.manual_seed(0)
     return import_model(Tiny(), (torch.randn(2, 3, 8, 8),), training=training)
@@ -76,8 +76,8 @@ def _import(training):
 
 @pytest.mark.parametrize("training", [False, True])
 def test_fx_import_and_reordered_programs(training):
-    from instances.torch_import import run_fx_schedules
-    from solvers.ordering_heuristics import best_order
+    from memsched.solvers.executors.fx import run_fx_schedules
+    from memsched.solvers.ordering.heuristics import best_order
 
     imp = _import(training)
     g = imp.graph
@@ -106,7 +106,7 @@ def test_fx_training_graph_has_backward_and_gradients():
 
 
 def test_fx_import_refuses_unrewritable_inplace():
-    from instances.torch_import import TorchImportError, import_model
+    from memsched.instances.torch_import import TorchImportError, import_model
 
     class Bad(torch.nn.Module):
         def forward(self, x):
@@ -124,8 +124,8 @@ def test_fx_import_refuses_unrewritable_inplace():
 
     with pytest.raises(TorchImportError, match="in-place"):
         import_model(Bad(), (torch.randn(4),))
-    from formulations import Schedule as S
-    from instances.torch_import import run_fx_schedule
+    from memsched.formulations import Schedule as S
+    from memsched.solvers.executors.fx import run_fx_schedule
     imp = import_model(Fine(), (torch.randn(4),))
     targets = [str(n.target) for n in imp.gm.graph.nodes if n.op == "call_function"]
     assert "aten.add.Tensor" in targets and "aten.add_.Tensor" not in targets
@@ -134,8 +134,8 @@ def test_fx_import_refuses_unrewritable_inplace():
 
 
 def test_shipped_model_matches_fresh_extraction(tmp_path):
-    from instances import load_graph
-    from instances.extract_models import extract
+    from memsched.instances import load_graph
+    from memsched.instances.extract_models import extract
     from exec_common import SHIPPED
 
     shipped = SHIPPED / "models" / "ds_cnn_kws_infer.json"

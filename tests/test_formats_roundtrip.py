@@ -5,9 +5,9 @@ import json
 import pytest
 from hypothesis import given, settings
 
-from formulations import Schedule, evaluate
-from instances import InputError, graph_from_json, graph_to_json, load_graph, load_schedule, save_graph
-from instances.formats import graph_to_node_link
+from memsched.formulations import Schedule, evaluate
+from memsched.instances import InputError, graph_from_json, graph_to_json, load_graph, load_schedule, save_graph
+from memsched.instances.formats import graph_to_node_link
 from strategies import random_graphs, single_output_graphs, valid_schedules
 
 
@@ -127,7 +127,7 @@ def test_missing_file(tmp_path):
 
 
 def test_bad_schedule_files(tmp_path):
-    from instances.generators import chain
+    from memsched.instances.generators import chain
 
     g = chain(3)
     p = tmp_path / "s.json"

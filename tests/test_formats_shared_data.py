@@ -9,9 +9,9 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from formulations import Schedule, evaluate
-from instances import load_graph
-from solvers.ordering_heuristics import HEURISTICS, is_topological
+from memsched.formulations import Schedule, evaluate
+from memsched.instances import load_graph
+from memsched.solvers.ordering.heuristics import HEURISTICS, is_topological
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "graphs"
 FILES = sorted(DATA.glob("*/*.json")) if DATA.is_dir() else []

@@ -6,9 +6,9 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from solvers.harness import run_sweep  # noqa: E402
-from solvers.harness.report import final_table, load_results  # noqa: E402
-from solvers.harness.store import read_rows  # noqa: E402
+from memsched.solvers.harness import run_sweep  # noqa: E402
+from memsched.solvers.harness.report import final_table, load_results  # noqa: E402
+from memsched.solvers.pool.store import read_rows  # noqa: E402
 
 SPEC = """
 name = "dask"
@@ -76,15 +76,15 @@ def test_dask_resume_skips_done(tmp_path, cluster):
 
 
 def test_cli_dask_address(tmp_path, cluster, capsys, monkeypatch):
-    import memsched_cli
+    import memsched.cli.main
 
     spec = tmp_path / "s.toml"
     spec.write_text(SPEC.replace("[7, 12]", "[7]").replace("seeds = [0, 1]", "seeds = [0]"))
     out = tmp_path / "r.jsonl"
-    assert memsched_cli.main(["bench", str(spec), "-o", str(out), "--dask", cluster.scheduler.address, "-q"]) == 0
+    assert memsched.cli.main.main(["bench", str(spec), "-o", str(out), "--dask", cluster.scheduler.address, "-q"]) == 0
     assert "on dask" in capsys.readouterr().out
     assert {r["executor"] for r in read_rows(out)} == {"dask"} and len(read_rows(out)) == 2 * 7
     monkeypatch.setenv("MEMSCHED_DASK_TIMEOUT", "1s")
-    assert memsched_cli.main(["bench", str(spec), "-o", str(tmp_path / "x.jsonl"), "--dask",
+    assert memsched.cli.main.main(["bench", str(spec), "-o", str(tmp_path / "x.jsonl"), "--dask",
                               "tcp://127.0.0.1:9", "-q"]) == 2
     assert "cannot connect to a Dask scheduler" in capsys.readouterr().err

@@ -1,10 +1,10 @@
 """The solver registry and the in-worker run: every failure becomes a row, never a crash."""
 import pytest
 
-from formulations import Schedule, evaluate
-from instances.generators import random_dag, tree
-from solvers.harness.registry import budget_bytes, check_name, resolve
-from solvers.harness.worker import execute
+from memsched.formulations import Schedule, evaluate
+from memsched.instances.generators import random_dag, tree
+from memsched.solvers.harness.registry import budget_bytes, check_name, resolve
+from memsched.solvers.harness.worker import execute
 
 
 def _run(solver, params=None, budget=None, g=None):

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import memsched_cli
-from solvers.harness import run_sweep
-from solvers.harness.report import analyze, build_report
+import memsched.cli.main
+from memsched.solvers.harness import run_sweep
+from memsched.solvers.harness.report import analyze, build_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -96,7 +96,7 @@ budgets = [0.9, 0.7]
 def test_cli_report_writes_tables_and_plots(tmp_path, capsys):
     # a fake budgeted solver exercises the Pareto and feasibility plots without any real remat code
     (tmp_path / "tests_fake.py").write_text(
-        "from formulations import Schedule\nfrom solvers.result import make_result\n"
+        "from memsched.formulations import Schedule\nfrom memsched.solvers.result import make_result\n"
         "def remat(graph, budget, **kw):\n"
         "    s = Schedule.from_order(graph, graph.given_order())\n"
         "    ok = budget >= 0.8\n"
@@ -116,18 +116,18 @@ def test_cli_report_writes_tables_and_plots(tmp_path, capsys):
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert {r["status"] for r in rows if r["solver"] == "tests_fake:remat"} == {"feasible", "infeasible"}
     d = tmp_path / "rep"
-    assert memsched_cli.main(["report", str(out), "-o", str(d)]) == 0
+    assert memsched.cli.main.main(["report", str(out), "-o", str(d)]) == 0
     names = {p.name for p in d.iterdir()}
     assert {"report.md", "instances.csv", "solvers.csv", "families.csv", "pareto.png", "feasibility.png"} <= names
     assert any(n.startswith("timeline_") for n in names)
     with open(d / "instances.csv") as f:
         table = list(csv.reader(f))
     assert table[0][:4] == ["instance", "family", "ops", "problem"] and len(table) == 1 + 2 * 3
-    assert memsched_cli.main(["report", str(out)]) == 0
+    assert memsched.cli.main.main(["report", str(out)]) == 0
     assert "### Per instance" in capsys.readouterr().out
-    assert memsched_cli.main(["report", str(tmp_path / "none.jsonl")]) == 2
+    assert memsched.cli.main.main(["report", str(tmp_path / "none.jsonl")]) == 2
     (tmp_path / "bad.jsonl").write_text("not json\n")
-    assert memsched_cli.main(["report", str(tmp_path / "bad.jsonl")]) == 2
+    assert memsched.cli.main.main(["report", str(tmp_path / "bad.jsonl")]) == 2
     assert "no result rows" in capsys.readouterr().err
 
 

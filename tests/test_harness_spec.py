@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import memsched_cli
-from instances import generators
-from instances.formats import graph_to_json
-from solvers.harness.spec import SpecError, load_spec, parse_spec
+import memsched.cli.main
+from memsched.instances import generators
+from memsched.instances.formats import graph_to_json
+from memsched.solvers.harness.spec import SpecError, load_spec, parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,7 +78,7 @@ def test_keys_stable_across_parses_and_files_dedupe(tmp_path):
     b = [r.key for r in load_spec(_write(tmp_path, BASIC, "t.toml")).runs()]
     assert a == b
     # the same graph twice (a file and its generator) is one instance
-    from instances import save_graph
+    from memsched.instances import save_graph
 
     save_graph(generators.chain(7), tmp_path / "c7.json")
     spec = load_spec(_write(tmp_path, BASIC + '\n[[instances]]\nfiles = ["*.json"]\n', "u.toml"))
@@ -100,7 +100,7 @@ def test_shipped_prefix_and_relative_globs(tmp_path):
     shipped = sorted((ROOT / "instances" / "shipped").glob("*.json"))
     if not shipped:
         pytest.skip("no shipped instances yet")
-    from instances import load_graph
+    from memsched.instances import load_graph
 
     spec = load_spec(_write(tmp_path, '[[instances]]\nfiles = "shipped:*.json"\n[[solvers]]\nsolver = "given"\n'))
     hashes = {hashlib.sha256(json.dumps(graph_to_json(load_graph(p)), sort_keys=True, separators=(",", ":"))
@@ -136,10 +136,10 @@ def test_spec_errors_name_file_and_key(tmp_path, text, needle):
 
 def test_cli_bad_spec_exits_2(tmp_path, capsys):
     p = _write(tmp_path, "[[instances]]\ngenerator = 'chain'\n")
-    assert memsched_cli.main(["bench", str(p), "-o", str(tmp_path / "r.jsonl")]) == 2
+    assert memsched.cli.main.main(["bench", str(p), "-o", str(tmp_path / "r.jsonl")]) == 2
     err = capsys.readouterr().err
     assert "error:" in err and "no [[solvers]]" in err and "Traceback" not in err
-    assert memsched_cli.main(["bench", str(tmp_path / "absent.toml")]) == 2
+    assert memsched.cli.main.main(["bench", str(tmp_path / "absent.toml")]) == 2
     assert "no such file" in capsys.readouterr().err
 
 

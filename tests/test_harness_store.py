@@ -4,7 +4,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers.harness.store import ResultStore, read_rows
+from memsched.solvers.pool.store import ResultStore, read_rows
 
 rows_st = st.lists(st.fixed_dictionaries({"key": st.text("abcdef0123456789", min_size=1, max_size=8),
                                           "status": st.sampled_from(["optimal", "feasible", "error"]),

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-import memsched_cli
-from formulations import Schedule, evaluate
-from solvers.harness import run_sweep
-from solvers.harness.report import final_table, load_results
-from solvers.harness.spec import load_source
-from solvers.harness.store import read_rows
+import memsched.cli.main
+from memsched.formulations import Schedule, evaluate
+from memsched.solvers.harness import run_sweep
+from memsched.solvers.harness.report import final_table, load_results
+from memsched.solvers.harness.spec import load_source
+from memsched.solvers.pool.store import read_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -129,7 +129,7 @@ def test_sigkill_mid_sweep_then_resume_equals_uninterrupted(tmp_path):
     spec = _spec(tmp_path, SLOW)
     out = tmp_path / "killed.jsonl"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "memsched_cli", "bench", str(spec), "-o", str(out), "--jobs", "2",
+    proc = subprocess.Popen([sys.executable, "-m", "memsched.cli.main", "bench", str(spec), "-o", str(out), "--jobs", "2",
                              "-q"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     t0 = time.time()
     while _lines(out) < 6 and proc.poll() is None and time.time() - t0 < 60:
@@ -150,7 +150,7 @@ def test_sigkill_mid_sweep_then_resume_equals_uninterrupted(tmp_path):
     # a torn final line (a kill in mid-write) is tolerated
     with open(out, "ab") as f:
         f.write(b'{"key": "torn')
-    assert memsched_cli.main(["bench", str(spec), "-o", str(out), "--resume", "-q"]) == 0
+    assert memsched.cli.main.main(["bench", str(spec), "-o", str(out), "--resume", "-q"]) == 0
     resumed = read_rows(out)
     assert len(resumed) == total and len({r["key"] for r in resumed}) == total
     assert [r["key"] for r in resumed[:len(partial)]] == [r["key"] for r in partial]
@@ -165,15 +165,15 @@ def test_sigkill_mid_sweep_then_resume_equals_uninterrupted(tmp_path):
 def test_existing_results_need_resume(tmp_path, capsys):
     spec = _spec(tmp_path, SLOW.replace("[8, 11, 14]", "[5]").replace("[0, 1, 2, 3]", "[0]"))
     out = tmp_path / "r.jsonl"
-    assert memsched_cli.main(["bench", str(spec), "-o", str(out), "-q"]) == 0
-    assert memsched_cli.main(["bench", str(spec), "-o", str(out), "-q"]) == 2
+    assert memsched.cli.main.main(["bench", str(spec), "-o", str(out), "-q"]) == 0
+    assert memsched.cli.main.main(["bench", str(spec), "-o", str(out), "-q"]) == 2
     assert "--resume" in capsys.readouterr().err
-    assert memsched_cli.main(["bench", str(spec), "-o", str(out), "--jobs", "0"]) == 2
+    assert memsched.cli.main.main(["bench", str(spec), "-o", str(out), "--jobs", "0"]) == 2
 
 
 def test_progress_line_on_stderr(tmp_path, capsys):
     spec = _spec(tmp_path, SLOW.replace("[8, 11, 14]", "[5]").replace("[0, 1, 2, 3]", "[0, 1]"))
-    assert memsched_cli.main(["bench", str(spec), "-o", str(tmp_path / "r.jsonl"), "--json"]) == 0
+    assert memsched.cli.main.main(["bench", str(spec), "-o", str(tmp_path / "r.jsonl"), "--json"]) == 0
     cap = capsys.readouterr()
     assert "[bench slow] 10/10" in cap.err
     summary = json.loads(cap.out)
@@ -181,7 +181,7 @@ def test_progress_line_on_stderr(tmp_path, capsys):
 
 
 def test_budgeted_rows_respect_their_budget(tmp_path):
-    pytest.importorskip("solvers.dtr.graph")
+    pytest.importorskip("memsched.solvers.dtr.graph")
     spec = _spec(tmp_path, """
 [[instances]]
 generator = "random_dag"
@@ -210,9 +210,9 @@ def test_hello_and_result_together_are_both_seen(tmp_path):
     result; the run then looked hung until its hard limit."""
     from select import select
 
-    from solvers.harness.executors import WorkerProc
-    from solvers.harness.spec import parse_spec
-    from solvers.harness.sweep import _task
+    from memsched.solvers.pool.executors import WorkerProc
+    from memsched.solvers.harness.spec import parse_spec
+    from memsched.solvers.harness.sweep import _task
 
     spec = parse_spec({"time_limit": 1, "hard_limit": 5, "instances": [{"generator": "chain", "params": {"n": 5}}],
                        "solvers": [{"solver": "given"}]})

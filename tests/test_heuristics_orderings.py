@@ -6,11 +6,12 @@ import itertools
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from formulations import MemschedError, Schedule, evaluate
-from instances.generators import chain, random_dag, random_layered, random_multi_output, tree, unet
-from solvers.liu_tree import NotATreeError, liu_is_exact, liu_order, liu_peak_claim
-from solvers.ordering import format_result, solve_order
-from solvers.ordering_heuristics import HEURISTICS, applicable, best_with_peaks, is_topological
+from memsched.formulations import MemschedError, Schedule, evaluate
+from memsched.instances.generators import chain, random_dag, random_layered, random_multi_output, tree, unet
+from memsched.solvers.ordering.liu import NotATreeError, liu_is_exact, liu_order, liu_peak_claim
+from memsched.cli.order import format_result
+from memsched.solvers.ordering.dispatch import solve_order
+from memsched.solvers.ordering.heuristics import HEURISTICS, applicable, best_with_peaks, is_topological
 from strategies import random_graphs, random_trees
 
 
@@ -265,7 +266,7 @@ def test_solve_order_statuses_and_errors():
 def test_exact_without_module_is_a_user_error(monkeypatch):
     import sys
 
-    monkeypatch.setitem(sys.modules, "solvers.exact_order", None)
+    monkeypatch.setitem(sys.modules, "memsched.solvers.ordering.exact", None)
     with pytest.raises(MemschedError, match="exact ordering not available"):
         solve_order(unet(2), exact=True)
 

@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from formulations import MemschedError, Schedule, evaluate
-from instances.generators import chain, random_dag, random_multi_output, unet
-from solvers.remat import check_caps, resolve_budget, solve_remat
-from solvers.remat_revolve import binomial_positions
+from memsched.formulations import MemschedError, Schedule, evaluate
+from memsched.instances.generators import chain, random_dag, random_multi_output, unet
+from memsched.solvers.remat.dispatch import check_caps, resolve_budget, solve_remat
+from memsched.solvers.remat.revolve import binomial_positions
 
 from test_remat_properties import train_chain
 
@@ -111,7 +111,7 @@ def _graph(name):
     hits = sorted(DATA.glob(f"*/*{name}*"))
     if not hits:
         pytest.skip("../shared/data is absent")
-    from instances import load_graph
+    from memsched.instances import load_graph
 
     return load_graph(hits[0])
 
@@ -131,7 +131,7 @@ def test_vgg16_at_0_8_is_certified_infeasible():
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(graphs(), st.floats(0.3, 1.0), st.sampled_from([None, 0, 1, 2]), st.integers(0, 3))
 def test_local_search_schedules_are_valid_within_budget_and_caps(g, ratio, cap, extra):
-    from solvers.remat_local_search import cut_peak, schedule_from_sequence
+    from memsched.solvers.remat.local_search import cut_peak, schedule_from_sequence
 
     caps = None if cap is None else [cap] * g.n_ops
     order = g.given_order()

@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-import memsched_cli
-from instances import save_graph
+import memsched.cli.main
+from memsched.instances import save_graph
 from test_remat_properties import train_chain
 
 
@@ -16,7 +16,7 @@ def gfile(tmp_path):
 
 
 def run(capsys, *argv):
-    rc = memsched_cli.main(list(argv))
+    rc = memsched.cli.main.main(list(argv))
     out = capsys.readouterr()
     return rc, out.out, out.err
 

@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CODE = """
 import json, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
-from instances.generators import random_layered
-from solvers.remat import solve_remat
+from memsched.instances.generators import random_layered
+from memsched.solvers.remat.dispatch import solve_remat
 g = random_layered(60, 3)
 print("ready", file=sys.stderr, flush=True)
 r = solve_remat(g, 0.8, method="cp", cap=1, time_limit=120, workers=1, progress=True)

@@ -1,13 +1,13 @@
-"""The backward pebbling bound (solvers.remat.pebbling_infeasibility): sound on
+"""The backward pebbling bound (memsched.solvers.remat.dispatch.pebbling_infeasibility): sound on
 schedules that exist, and stronger than the local bound on a hand-made graph."""
 import random
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from formulations import Graph, Schedule, evaluate
-from instances.generators import random_dag, random_multi_output
-from solvers.remat import local_infeasibility, pebbling_infeasibility, solve_remat
-from solvers.remat_local_search import cut_peak
+from memsched.formulations import Graph, Schedule, evaluate
+from memsched.instances.generators import random_dag, random_multi_output
+from memsched.solvers.remat.dispatch import local_infeasibility, pebbling_infeasibility, solve_remat
+from memsched.solvers.remat.local_search import cut_peak
 
 SET = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 

@@ -8,9 +8,9 @@ import math
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from formulations import Schedule, evaluate
-from instances.generators import random_dag, random_multi_output
-from solvers.remat import check_caps, local_infeasibility, resolve_budget, solve_remat
+from memsched.formulations import Schedule, evaluate
+from memsched.instances.generators import random_dag, random_multi_output
+from memsched.solvers.remat.dispatch import check_caps, local_infeasibility, resolve_budget, solve_remat
 
 SET = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 
@@ -43,7 +43,7 @@ def train_chain(k, seed, max_size=50):
     b_{i+1}): the graph family where recomputation pays."""
     import random
 
-    from formulations import Graph
+    from memsched.formulations import Graph
 
     rng = random.Random(seed)
     nodes = [(f"f{i}", rng.randint(1, max_size), float(rng.randint(1, 5))) for i in range(k)]

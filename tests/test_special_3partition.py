@@ -11,9 +11,9 @@ import networkx as nx
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from formulations import Schedule, evaluate
-from instances.gadgets import GadgetError, random_three_partition, three_partition_gadget, three_partition_solve
-from solvers.series_parallel import decompose_graph
+from memsched.formulations import Schedule, evaluate
+from memsched.instances.gadgets import GadgetError, random_three_partition, three_partition_gadget, three_partition_solve
+from memsched.solvers.special.series_parallel import decompose_graph
 
 
 def brute_3partition(nums) -> bool:
@@ -99,7 +99,7 @@ def test_bad_numbers_are_clear_errors():
 
 # ------------------------------------------------------------ referees
 def _milp_or_skip():
-    remat = pytest.importorskip("solvers.remat")
+    remat = pytest.importorskip("memsched.solvers.remat.dispatch")
     g, ans = three_partition_gadget([10, 10, 10], cap=1)
     try:
         remat.solve_remat(g, ans["budget"], method="milp", cap=1, time_limit=10)

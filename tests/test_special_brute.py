@@ -3,7 +3,7 @@ other tests/test_special_*.py files), plus their own sanity checks.
 
 ``brute_remat`` is Dijkstra over evaluator states (resident set, operators done,
 recompute counts[, stage]) with events compute/free; it shares no code with
-solvers.sp_knapsack or solvers.width_dp. ``fixed_order=True`` restricts it to
+memsched.solvers.special.sp_knapsack or memsched.solvers.special.width_dp. ``fixed_order=True`` restricts it to
 the given-order stage class (first computations in the given order; in each
 stage, recomputations of earlier operators in increasing position, before the
 stage's first computation; nothing after the last operator's first computation).
@@ -14,7 +14,7 @@ import heapq
 import itertools
 import random
 
-from formulations import Graph, Operator, Tensor, evaluate, Schedule
+from memsched.formulations import Graph, Operator, Tensor, evaluate, Schedule
 
 
 def brute_remat(g: Graph, B: int, caps=None, fixed_order: bool = False, max_states: int = 3_000_000):
@@ -161,7 +161,7 @@ def random_small_dag(seed: int, n: int | None = None):
 
 # --------------------------------------------------------------- sanity
 def test_brute_chain_without_recompute_needs_two_tensors():
-    from instances.generators import chain
+    from memsched.instances.generators import chain
 
     g = chain(4, size=10)
     assert brute_remat(g, 20, caps=0) == 4.0

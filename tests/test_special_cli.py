@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-import memsched_cli
-from instances import load_graph
+import memsched.cli.main
+from memsched.instances import load_graph
 
 
 def run(argv, capsys):
-    rc = memsched_cli.main(argv)
+    rc = memsched.cli.main.main(argv)
     out, err = capsys.readouterr()
     return rc, out, err
 
@@ -83,8 +83,8 @@ def test_items_and_random_are_exclusive(capsys):
 
 
 def test_non_sp_graph_to_sp_solver_exit_2(tmp_path, capsys):
-    from formulations import Graph
-    from instances.formats import save_graph
+    from memsched.formulations import Graph
+    from memsched.instances.formats import save_graph
 
     g = Graph.from_single_output([("s", 1, 1), ("a", 1, 1), ("b", 1, 1), ("t", 1, 1)],
                                  [("s", "a"), ("s", "b"), ("a", "b"), ("a", "t"), ("b", "t")], name="bridge")

@@ -4,9 +4,9 @@
   and the proof's witness schedule attains it;
 * sp_knapsack.solve == the gadget optimum, and == a brute-force search over all
   schedules (tests/test_special_brute.py) on random instances of its class;
-* referees: the MILP and the CP model of solvers.remat recover the gadget
+* referees: the MILP and the CP model of memsched.solvers.remat.dispatch recover the gadget
   optimum and agree with the DP on random class instances (skipped while
-  solvers.remat is missing); the 500-instance referee run is marked slow and
+  memsched.solvers.remat.dispatch is missing); the 500-instance referee run is marked slow and
   reproduced by benchmarks/bench_special.py;
 * bad input: one clear error each.
 """
@@ -17,10 +17,10 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from formulations import Schedule, evaluate
-from instances.gadgets import GadgetError, knapsack_gadget, knapsack_optimum, knapsack_witness, random_knapsack
-from solvers import sp_knapsack
-from solvers.series_parallel import NotSeriesParallel
+from memsched.formulations import Schedule, evaluate
+from memsched.instances.gadgets import GadgetError, knapsack_gadget, knapsack_optimum, knapsack_witness, random_knapsack
+from memsched.solvers.special import sp_knapsack
+from memsched.solvers.special.series_parallel import NotSeriesParallel
 from test_special_brute import brute_knapsack, brute_min_peak, brute_remat, random_class_instance
 
 items_st = st.lists(st.tuples(st.integers(0, 30), st.integers(0, 15)), min_size=1, max_size=9)
@@ -143,7 +143,7 @@ def test_negative_capacity_is_one_clear_error():
 
 
 def test_non_sp_graph_is_one_clear_error():
-    from formulations import Graph
+    from memsched.formulations import Graph
 
     # Wheatstone bridge s -> a, s -> b, a -> b, a -> t, b -> t
     g = Graph.from_single_output([("s", 1, 1), ("a", 1, 1), ("b", 1, 1), ("t", 1, 1)],
@@ -153,7 +153,7 @@ def test_non_sp_graph_is_one_clear_error():
 
 
 def test_sp_graph_outside_the_class_is_named():
-    from formulations import Graph
+    from memsched.formulations import Graph
 
     g = Graph.from_single_output([("s", 1, 1), ("a", 1, 1), ("b", 1, 1), ("t", 1, 1)],
                                  [("s", "a"), ("s", "b"), ("a", "t"), ("b", "t")], name="diamond")
@@ -163,7 +163,7 @@ def test_sp_graph_outside_the_class_is_named():
 
 # ------------------------------------------------------------ referees
 def _remat():
-    return pytest.importorskip("solvers.remat")
+    return pytest.importorskip("memsched.solvers.remat.dispatch")
 
 
 def _referee_or_skip(remat, method):

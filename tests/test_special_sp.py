@@ -9,7 +9,7 @@ import networkx as nx
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from solvers.series_parallel import NotSeriesParallel, decompose, decompose_graph, is_series_parallel
+from memsched.solvers.special.series_parallel import NotSeriesParallel, decompose, decompose_graph, is_series_parallel
 
 
 def random_sp(rng: random.Random, n_ops: int) -> nx.MultiDiGraph:
@@ -117,7 +117,7 @@ def test_two_sources_named():
 
 
 def test_gadget_graphs_are_series_parallel():
-    from instances.gadgets import knapsack_gadget, three_partition_gadget
+    from memsched.instances.gadgets import knapsack_gadget, three_partition_gadget
 
     g, _ = knapsack_gadget([{"size": 3, "cost": 1}, {"size": 2, "cost": 2}], 2)
     assert decompose_graph(g).kind in ("series", "parallel")

@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from formulations import Graph, MemschedError, Operator, Schedule, Tensor, evaluate
-from instances.generators import chain
-from solvers import width_dp
+from memsched.formulations import Graph, MemschedError, Operator, Schedule, Tensor, evaluate
+from memsched.instances.generators import chain
+from memsched.solvers.special import width_dp
 from test_special_brute import brute_min_peak, brute_remat, random_small_dag
 
 
@@ -88,7 +88,7 @@ def test_too_wide_is_a_clear_error():
 
 
 def _milp_or_skip():
-    remat = pytest.importorskip("solvers.remat")
+    remat = pytest.importorskip("memsched.solvers.remat.dispatch")
     try:
         remat.solve_remat(chain(3), 200, method="milp", cap=1, time_limit=10)
     except (ImportError, NotImplementedError) as e:

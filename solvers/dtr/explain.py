@@ -15,7 +15,7 @@
 """
 from __future__ import annotations
 
-from formulations import MemschedError
+from memsched.formulations import MemschedError
 
 from .replay import budget_for, load_trace, replay
 

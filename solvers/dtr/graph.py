@@ -18,11 +18,11 @@ from __future__ import annotations
 import math
 import time
 
-from formulations import COMPUTE as S_COMPUTE
-from formulations import FREE as S_FREE
-from formulations import Graph, MemschedError, Operator, Schedule, Tensor
-from instances.dtr_trace import COMPUTE, PIN, RELEASE, DTRTrace, TraceOp
-from solvers.result import SolveResult, Status, make_result
+from memsched.formulations import COMPUTE as S_COMPUTE
+from memsched.formulations import FREE as S_FREE
+from memsched.formulations import Graph, MemschedError, Operator, Schedule, Tensor
+from memsched.instances.dtr_trace import COMPUTE, PIN, RELEASE, DTRTrace, TraceOp
+from memsched.solvers.result import SolveResult, Status, make_result
 
 from .runtime import Runtime, canonical_heuristic
 

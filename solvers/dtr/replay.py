@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formulations import MemschedError
-from instances.dtr_trace import DTRTrace, parse_trace
+from memsched.formulations import MemschedError
+from memsched.instances.dtr_trace import DTRTrace, parse_trace
 
 from .runtime import Runtime, baseline, canonical_heuristic
 

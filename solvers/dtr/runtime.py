@@ -24,8 +24,8 @@ import math
 import random as _random
 import sys
 
-from formulations.errors import MemschedError
-from instances.dtr_trace import COMPUTE, GET, PIN, RELEASE, DTRTrace
+from memsched.formulations.errors import MemschedError
+from memsched.instances.dtr_trace import COMPUTE, GET, PIN, RELEASE, DTRTrace
 
 __all__ = ["OOMError", "ThrashError", "Runtime", "baseline", "HEURISTICS", "heuristic_names",
            "canonical_heuristic"]
@@ -166,7 +166,7 @@ def canonical_heuristic(name: str) -> str:
             return "lookahead-inf"
         if k.isdigit():
             return "dtr" if int(k) == 0 else f"lookahead-{int(k)}"
-    from formulations import MemschedError
+    from memsched.formulations import MemschedError
 
     raise MemschedError(f"unknown DTR heuristic {name!r}; choose from {', '.join(heuristic_names())}")
 

@@ -305,7 +305,7 @@ def _reusable(row: dict, run_timeout) -> bool:
 
 
 def _check(lo, hi, step, resolution, refine, repeats, jobs):
-    from formulations import MemschedError
+    from memsched.formulations import MemschedError
 
     if not (0 < lo <= hi):
         raise MemschedError(f"sweep: need 0 < lo <= hi, got lo={lo} hi={hi}")
@@ -340,8 +340,8 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01, r
     ``progress(n)``: called with the number of sampled ratios of a sweep after each of
     its batches; ``log(line)``: one progress line per batch. Ctrl-C raises
     :class:`SweepInterrupted` (a KeyboardInterrupt) after the workers are stopped."""
-    from formulations import MemschedError
-    from solvers.harness.store import ResultStore, read_rows
+    from memsched.formulations import MemschedError
+    from memsched.solvers.pool.store import ResultStore, read_rows
 
     from .runtime import canonical_heuristic
 
@@ -374,7 +374,7 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01, r
         return []
 
     if executor is None:
-        from solvers.harness.executors import DaskExecutor, LocalExecutor
+        from memsched.solvers.pool.executors import DaskExecutor, LocalExecutor
 
         executor = DaskExecutor(dask) if dask is not None else LocalExecutor(jobs) if jobs > 1 else InlineExecutor()
 

@@ -30,8 +30,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from formulations import Graph, Schedule, evaluate
-from formulations.schedule import COMPUTE, FREE
+from memsched.formulations import Graph, Schedule, evaluate
+from memsched.formulations.schedule import COMPUTE, FREE
 
 __all__ = ["Buffer", "ArenaPlan", "buffers_of", "best_fit", "cpsat_plan", "plan_arena", "check_plan"]
 
@@ -222,7 +222,7 @@ def plan_arena(graph: Graph, schedule: Schedule, *, method: str = "auto", time_l
     lb = _peak(bufs)
     assert lb == peak, f"arena lower bound {lb} differs from the evaluator's peak {peak}"
     if method not in ("auto", "best-fit", "cpsat"):
-        from formulations import MemschedError
+        from memsched.formulations import MemschedError
 
         raise MemschedError(f"arena method must be auto, best-fit or cpsat, got {method!r}")
     off, size = best_fit(bufs)

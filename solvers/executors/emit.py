@@ -43,8 +43,8 @@ from __future__ import annotations
 
 import zlib
 
-from formulations import Graph, Schedule
-from formulations.schedule import COMPUTE, FREE
+from memsched.formulations import Graph, Schedule
+from memsched.formulations.schedule import COMPUTE, FREE
 
 from .arena import ArenaPlan
 

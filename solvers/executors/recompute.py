@@ -11,8 +11,8 @@ freed in between.
 """
 from __future__ import annotations
 
-from formulations import Graph, Schedule, evaluate
-from formulations.schedule import COMPUTE, FREE
+from memsched.formulations import Graph, Schedule, evaluate
+from memsched.formulations.schedule import COMPUTE, FREE
 
 __all__ = ["schedule_from_computes", "recompute_schedule"]
 

@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from formulations import Graph, MemschedError, Operator, Schedule, Tensor, evaluate
+from memsched.formulations import Graph, MemschedError, Operator, Schedule, Tensor, evaluate
 
 from .arena import plan_arena
 from .emit import BACKENDS, DEVICES, emit_program

@@ -27,7 +27,7 @@ def _save(fig, path: Path):
 
 def plot_timeline(graph, runs: list[tuple[str, object]], path: Path, bound=None, budget=None) -> Path:
     """Memory after each event of each schedule; the peak of each is marked."""
-    from formulations import evaluate
+    from memsched.formulations import evaluate
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 3.6))
@@ -140,7 +140,7 @@ def plot_feasibility(rows: list[dict], path: Path) -> Path | None:
 
 def _timeline_runs(cells, rows, base, max_timelines):
     """Pick the instances whose solvers disagree most; load their graphs."""
-    from formulations import Schedule
+    from memsched.formulations import Schedule
 
     from .spec import graph_hash, load_source
 

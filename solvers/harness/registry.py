@@ -8,9 +8,9 @@ never a crash of the sweep.
 name               calls
 =================  ==========================================================
 ``given``          the graph's given (program) order; always available
-``order``          ``solvers.ordering.solve_order(graph, method=..., ...)``
-``exact``          ``solvers.exact_order.solve_exact(graph, time_limit=..., ...)``
-``remat``          ``solvers.remat.solve_remat(graph, budget, method=..., cap=..., time_limit=...)``
+``order``          ``memsched.solvers.ordering.dispatch.solve_order(graph, method=..., ...)``
+``exact``          ``memsched.solvers.ordering.exact.solve_exact(graph, time_limit=..., ...)``
+``remat``          ``memsched.solvers.remat.dispatch.solve_remat(graph, budget, method=..., cap=..., time_limit=...)``
 ``dtr``            DTR online eviction on the given order: ``solvers.dtr.graph.replay_graph``
                    (``heuristic=``, ``overhead_limit=``; budget as for remat)
 ``pkg.mod:func``   any importable ``func(graph, **params)`` returning a SolveResult
@@ -28,8 +28,8 @@ import inspect
 import os
 import time
 
-from formulations import Graph, Schedule
-from solvers.result import SolveResult, Status, make_result
+from memsched.formulations import Graph, Schedule
+from memsched.solvers.result import SolveResult, Status, make_result
 
 __all__ = ["NAMES", "check_name", "resolve", "call_solver", "SolverUnavailable"]
 
@@ -40,9 +40,9 @@ class SolverUnavailable(RuntimeError):
 
 # name -> (module, function); None = built in
 _LAZY = {
-    "order": ("solvers.ordering", "solve_order"),
-    "exact": ("solvers.exact_order", "solve_exact"),
-    "remat": ("solvers.remat", "solve_remat"),
+    "order": ("memsched.solvers.ordering.dispatch", "solve_order"),
+    "exact": ("memsched.solvers.ordering.exact", "solve_exact"),
+    "remat": ("memsched.solvers.remat.dispatch", "solve_remat"),
 }
 _BUDGETED = {"remat", "dtr"}
 _BUILTIN = {"given", "dtr"}
@@ -75,7 +75,7 @@ def budget_bytes(graph: Graph, budget) -> int:
     """A budget ratio (<= 1) of the given order's peak, rounded up, or bytes (> 1)."""
     import math
 
-    from formulations import order_peak
+    from memsched.formulations import order_peak
 
     b = float(budget)
     if b <= 1.0:
@@ -89,7 +89,7 @@ def solve_dtr(graph: Graph, budget, heuristic: str = "dtr", overhead_limit: floa
     (``solvers.dtr.graph.replay_graph``); ``budget`` as in :func:`budget_bytes`.
     Status feasible (objective: total compute) or infeasible (OOM / thrashing)."""
     try:
-        from solvers.dtr.graph import replay_graph
+        from memsched.solvers.dtr.graph import replay_graph
     except ImportError as e:
         raise SolverUnavailable(f"solver 'dtr' needs solvers.dtr.graph, which cannot be imported: {e}") from None
     return replay_graph(graph, budget_bytes(graph, budget), heuristic=heuristic, overhead_limit=overhead_limit,

@@ -17,7 +17,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .store import read_rows
+from memsched.solvers.pool.store import read_rows
 
 __all__ = ["load_results", "build_report", "Report", "analyze", "md_table", "final_table"]
 

@@ -44,7 +44,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formulations import Graph, MemschedError
+from memsched.formulations import Graph, MemschedError
 
 __all__ = ["SpecError", "Instance", "SolverEntry", "Run", "Spec", "load_spec", "parse_spec", "graph_hash",
            "canonical_json", "load_source", "expand_runs"]
@@ -58,7 +58,7 @@ class SpecError(MemschedError):
 def canonical_json(g: Graph) -> str:
     """The canonical native JSON text of a graph: ``graph_to_json`` with sorted keys
     and no whitespace. Its sha256 is the instance hash."""
-    from instances.formats import graph_to_json
+    from memsched.instances.formats import graph_to_json
 
     return json.dumps(graph_to_json(g), sort_keys=True, separators=(",", ":"))
 
@@ -89,7 +89,7 @@ def describe_source(src: dict) -> str:
 
 
 def _generator(name: str, where: str):
-    from instances import generators
+    from memsched.instances import generators
 
     fn = getattr(generators, name, None)
     if name.startswith("_") or not callable(fn) or name not in getattr(generators, "__all__", [name]):
@@ -102,7 +102,7 @@ def load_source(src: dict, base: Path | None = None) -> Graph:
     """Re-create a graph from a row's ``source`` (a file path is tried relative to the
     current folder, then to ``base`` and its parents)."""
     if "file" in src:
-        from instances import SHIPPED, load_graph
+        from memsched.instances import SHIPPED, load_graph
 
         p = Path(src["file"])
         cands = [p]
@@ -322,7 +322,7 @@ def parse_spec(d: dict, path: Path | None = None) -> Spec:
 
 
 def _instances(items: list, src: str, base: Path) -> list[Instance]:
-    from instances import SHIPPED, load_graph
+    from memsched.instances import SHIPPED, load_graph
 
     out: list[Instance] = []
     by_hash: dict[str, Instance] = {}

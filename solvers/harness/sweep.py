@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from formulations import MemschedError
+from memsched.formulations import MemschedError
 
 from .spec import Run, Spec, load_spec
-from .store import ResultStore
+from memsched.solvers.pool.store import ResultStore
 from .worker import memsched_version
 
 __all__ = ["run_sweep", "SweepSummary", "Progress", "base_row"]
@@ -102,7 +102,7 @@ def run_sweep(spec: Spec | str | Path, output: str | Path | None = None, *, jobs
     ``dask``: a scheduler address or Client (None = local pool of ``jobs``
     processes). Rows are appended as runs end; with ``resume`` the keys present in
     ``output`` are skipped, otherwise an existing non-empty ``output`` is an error."""
-    from .executors import DaskExecutor, LocalExecutor
+    from memsched.solvers.pool.executors import DaskExecutor, LocalExecutor
 
     t_setup = time.perf_counter()
     if not isinstance(spec, Spec):

@@ -20,9 +20,10 @@ import sys
 import time
 import traceback
 
+from memsched.solvers.pool.wire import recv_msg, send_msg
+
 __all__ = ["execute", "send_msg", "recv_msg", "memsched_version", "main"]
 
-_HDR = struct.Struct(">Q")
 _VERSION = None
 
 
@@ -38,34 +39,10 @@ def memsched_version() -> str:
     return _VERSION
 
 
-def send_msg(f, obj) -> None:
-    """Write one message (works on raw, unbuffered files: partial writes are resumed)."""
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    buf = memoryview(_HDR.pack(len(data)) + data)
-    while buf:
-        n = f.write(buf)
-        buf = buf[n if n is not None else 0:]
-    f.flush()
 
 
-def _read_exact(f, n: int) -> bytes | None:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = f.read(n - len(buf))
-        if not chunk:
-            return None
-        buf += chunk
-    return bytes(buf)
 
 
-def recv_msg(f):
-    """The next message, or None at EOF (also on a truncated message). The driver
-    reads from unbuffered pipes, so that nothing waits unseen in a buffer."""
-    h = _read_exact(f, _HDR.size)
-    if h is None:
-        return None
-    data = _read_exact(f, _HDR.unpack(h)[0])
-    return None if data is None else pickle.loads(data)
 
 
 # ------------------------------------------------------------------ runs
@@ -82,8 +59,8 @@ class GraphCache:
     def add(self, h: str, text: str):
         import json
 
-        from formulations import Schedule, evaluate
-        from instances.formats import graph_from_json
+        from memsched.formulations import Schedule, evaluate
+        from memsched.instances.formats import graph_from_json
 
         g = graph_from_json(json.loads(text), "<sweep instance>")
         given_peak = evaluate(g, Schedule.from_order(g, g.given_order())).peak
@@ -145,7 +122,7 @@ def execute(task: dict, graph, given_peak: int, baseline: float) -> dict:
 def handle(msg: dict, cache: GraphCache) -> dict:
     task = msg["task"]
     if task.get("kind") == "dtr_replay":  # one replay of a DTR trace sweep (solvers.dtr.sweep)
-        from solvers.dtr.sweep import execute_replay_task
+        from memsched.solvers.dtr.sweep import execute_replay_task
 
         return execute_replay_task(task, msg.get("text"))
     h = task["instance_hash"]

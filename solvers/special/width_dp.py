@@ -34,10 +34,10 @@ from __future__ import annotations
 import time
 from fractions import Fraction
 
-from formulations import Graph, MemschedError, Schedule
-from formulations.schedule import COMPUTE, FREE
-from solvers.result import SolveResult, Status, Timer, make_result
-from solvers.sp_knapsack import normalize_caps
+from memsched.formulations import Graph, MemschedError, Schedule
+from memsched.formulations.schedule import COMPUTE, FREE
+from memsched.solvers.result import SolveResult, Status, Timer, make_result
+from memsched.solvers.special.sp_knapsack import normalize_caps
 
 __all__ = ["useful_sets", "width", "solve"]
 
@@ -269,7 +269,7 @@ def solve(graph: Graph, budget_bytes=None, cap=None, objective: str = "compute",
                         raise MemschedError(f"width-dp: eps must be >= 0, got {eps}")
                     allow = Fraction(1 + eps) * Fraction(float(baseline))
                     allow += Fraction(1, 10 ** 9) * max(1, abs(allow))
-                from formulations import evaluate
+                from memsched.formulations import evaluate
                 hi = evaluate(graph, Schedule.from_order(graph, graph.given_order())).peak
                 lo = graph.resident_at_start()
                 for v in range(graph.n_ops):

@@ -40,13 +40,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from formulations import Graph
+from memsched.formulations import Graph
 
 __all__ = [
     "Reach", "reachability", "initial_bound", "per_op_bound", "TrapSolver", "trap_solver", "step_memory",
     "trap_values", "trap_bound", "reverse_trap_value", "reverse_bound", "naive_reversed_graph_bound",
     "pair_bound", "precedence_refutes", "precedence_bound",
-    "bound_report", "format_report",
+    "bound_report",
 ]
 
 
@@ -288,7 +288,7 @@ def trap_solver(g: Graph) -> TrapSolver:
 
 def step_memory(g: Graph, order) -> list[int]:
     """Memory while each operator runs in ``order`` (indexed by operator), by the evaluator."""
-    from formulations import COMPUTE, Schedule, evaluate
+    from memsched.formulations import COMPUTE, Schedule, evaluate
 
     sched = Schedule.from_order(g, order)
     ev = evaluate(g, sched)
@@ -485,7 +485,7 @@ def _heuristic_orders(g: Graph) -> list[list[int]]:
     """Cheap known orders used only to skip operators whose trap cannot matter."""
     orders = [g.given_order()]
     try:
-        from solvers.ordering_heuristics import HEURISTICS
+        from memsched.solvers.ordering.heuristics import HEURISTICS
     except ImportError:  # pragma: no cover
         return orders
     for name in ("greedy", "lpmf", "dfs"):
@@ -527,21 +527,6 @@ def bound_report(g: Graph, *, pair_budget: float = 0.3, shave_budget: float = 0.
             "orders_wall_s": round(prep, 6)}
 
 
-def format_report(g: Graph, rep: dict) -> str:
-    """Human-readable table of ``bound_report``'s result."""
-    names = {"initial": "initial state (graph inputs)", "per_op": "per operator (inputs+outputs+workspace)",
-             "trap": "forward trap (min cut per operator)", "reverse": "reverse trap (min cut from the end)",
-             "pair": "pair trap (two operators, both orders)",
-             "precedence": "learned precedences (shaving)"}
-    rows = [(names.get(k, k), str(b["value"]), f"{b['wall_s']:.3f}") for k, b in rep["bounds"].items()]
-    w0 = max(len(r[0]) for r in rows + [("bound", "", "")])
-    w1 = max(len(r[1]) for r in rows + [("", "bytes", "")])
-    lines = [f"lower bounds on the optimal peak of {g.name} ({g.n_ops} operators)",
-             f"{'bound'.ljust(w0)}  {'bytes'.rjust(w1)}  wall_s",
-             f"{'-' * w0}  {'-' * w1}  ------"]
-    lines += [f"{a.ljust(w0)}  {b.rjust(w1)}  {c}" for a, b, c in rows]
-    lines.append(f"lower bound: {rep['lower_bound']}")
-    return "\n".join(lines)
 
 
 # ------------------------------------------------- learned precedences

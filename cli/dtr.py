@@ -5,7 +5,7 @@ import json
 import math
 from pathlib import Path
 
-from formulations import MemschedError
+from memsched.formulations import MemschedError
 
 __all__ = ["run"]
 
@@ -29,7 +29,7 @@ def _is_trace(path: str) -> bool:
 
 
 def _load(args):
-    from instances.dtr_trace import parse_trace
+    from memsched.instances.dtr_trace import parse_trace
 
     start = {"auto": None, "yes": True, "no": False}[getattr(args, "start", "auto")]
     return parse_trace(args.trace, start=start)
@@ -51,7 +51,7 @@ def _print_kv(d: dict, keys) -> None:
 
 
 def _replay(args) -> int:
-    from .replay import parse_limit, replay
+    from memsched.solvers.dtr.replay import parse_limit, replay
 
     limit = parse_limit(args.overhead_limit)
     if args.budget_bytes is not None and args.budget_bytes < 0:
@@ -74,10 +74,10 @@ def _replay(args) -> int:
 
 
 def _replay_graph(args, limit) -> int:
-    from formulations import order_peak
-    from instances.formats import load_graph
+    from memsched.formulations import order_peak
+    from memsched.instances.formats import load_graph
 
-    from .graph import replay_graph
+    from memsched.solvers.dtr.graph import replay_graph
 
     g = load_graph(args.trace)
     if args.budget_bytes is not None:
@@ -126,9 +126,9 @@ def _print_sweep(res) -> None:
 def _sweep(args) -> int:
     import sys
 
-    from .replay import parse_limit
-    from .runtime import canonical_heuristic
-    from .sweep import SweepInterrupted, format_summary, plot_sweep, summarize_result, sweep_many
+    from memsched.solvers.dtr.replay import parse_limit
+    from memsched.solvers.dtr.runtime import canonical_heuristic
+    from memsched.solvers.dtr.sweep import SweepInterrupted, format_summary, plot_sweep, summarize_result, sweep_many
 
     limit = parse_limit(args.overhead_limit)
     if args.dask is None and (args.jobs < 1 or args.jobs > 2):
@@ -145,7 +145,7 @@ def _sweep(args) -> int:
             raise MemschedError(f"{t}: no such trace file")
     pairs = [(t, h) for t in args.trace for h in heuristics]
     log = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
-    from solvers.harness.executors import DaskExecutor, LocalExecutor
+    from memsched.solvers.pool.executors import DaskExecutor, LocalExecutor
 
     executor = DaskExecutor(args.dask) if args.dask else LocalExecutor(args.jobs)
     try:
@@ -189,9 +189,9 @@ def _sweep(args) -> int:
 
 
 def _report(args) -> int:
-    from solvers.harness.store import read_rows
+    from memsched.solvers.pool.store import read_rows
 
-    from .sweep import format_summary, summarize_rows
+    from memsched.solvers.dtr.sweep import format_summary, summarize_rows
 
     rows = []
     for f in args.results:
@@ -209,8 +209,8 @@ def _report(args) -> int:
 
 
 def _explain(args) -> int:
-    from .explain import explain, format_explanation
-    from .replay import parse_limit
+    from memsched.solvers.dtr.explain import explain, format_explanation
+    from memsched.solvers.dtr.replay import parse_limit
 
     limit = parse_limit(args.overhead_limit)
     tr = _load(args)
@@ -223,9 +223,9 @@ def _explain(args) -> int:
 
 
 def _to_graph(args) -> int:
-    from instances.formats import save_graph
+    from memsched.instances.formats import save_graph
 
-    from .graph import trace_to_graph
+    from memsched.solvers.dtr.graph import trace_to_graph
 
     g = trace_to_graph(_load(args))
     save_graph(g, args.output)

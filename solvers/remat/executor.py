@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import sys
 
-from formulations import Graph
-from formulations.schedule import COMPUTE, FREE, Schedule
+from memsched.formulations import Graph
+from memsched.formulations.schedule import COMPUTE, FREE, Schedule
 
 __all__ = ["Executor", "ExecutionFailed", "best_of_family"]
 
@@ -223,8 +223,8 @@ def best_of_family(graph: Graph, family, *, budget, caps, objective: str, eps: f
     least peak) wins; ties go to ``preferred``, then to the smaller value.
     ``params`` records every value tried as ``tried_key`` (default ``<knob>s_tried``) and the
     choice as ``knob``."""
-    from formulations import evaluate
-    from solvers.result import Status, make_result
+    from memsched.formulations import evaluate
+    from memsched.solvers.result import Status, make_result
 
     limit = (1 + eps) * graph.total_cost()
     best, tried = None, []

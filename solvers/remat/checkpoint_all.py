@@ -6,8 +6,8 @@ is exactly this peak. Feasible iff that peak fits the budget. O(n + edges).
 """
 from __future__ import annotations
 
-from formulations import Schedule, evaluate
-from solvers.result import Status, make_result
+from memsched.formulations import Schedule, evaluate
+from memsched.solvers.result import Status, make_result
 
 SOLVER = "remat-checkpoint-all"
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from math import comb
 
-from solvers.remat_executor import Executor, best_of_family
+from memsched.solvers.remat.executor import Executor, best_of_family
 
 SOLVER = "remat-revolve"
 

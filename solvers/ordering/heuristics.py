@@ -25,7 +25,7 @@ names used by ``memsched order --method`` to them.
 * ``greedy`` -- minimum-increase list scheduling: pick the ready operator with
   the smallest net memory change ``out_v - free_v``, ties by the memory while
   it runs, then by given-order position. Lazy heap, O((n + E) log n).
-* ``liu``    -- Liu's optimal algorithm for in-trees (:mod:`solvers.liu_tree`).
+* ``liu``    -- Liu's optimal algorithm for in-trees (:mod:`memsched.solvers.ordering.liu`).
 * ``best``   -- the lowest evaluated peak among all applicable heuristics.
 
 "Index" ties are always broken by the operator's position in the given order,
@@ -40,7 +40,7 @@ import heapq
 from bisect import bisect_right
 from typing import Callable
 
-from formulations import Graph, MemschedError, Schedule, evaluate
+from memsched.formulations import Graph, MemschedError, Schedule, evaluate
 
 __all__ = ["HEURISTICS", "given_order", "dfs_order", "bfs_order", "lpmf_order", "greedy_order", "best_order",
            "best_with_peaks", "applicable", "is_topological"]
@@ -340,7 +340,7 @@ def greedy_order(g: Graph) -> list[int]:
 
 # -------------------------------------------------------------------- best
 def _liu(g: Graph) -> list[int]:
-    from solvers.liu_tree import liu_order
+    from memsched.solvers.ordering.liu import liu_order
 
     return liu_order(g)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from solvers.remat_executor import Executor, best_of_family
+from memsched.solvers.remat.executor import Executor, best_of_family
 
 SOLVER = "remat-chen-sqrt"
 

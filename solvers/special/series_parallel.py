@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from formulations.errors import MemschedError
+from memsched.formulations.errors import MemschedError
 
 __all__ = ["NotSeriesParallel", "SPNode", "decompose", "decompose_graph", "is_series_parallel"]
 

@@ -15,9 +15,9 @@ Cost: O(events x tensors).
 """
 from __future__ import annotations
 
-from formulations import Schedule, evaluate
-from solvers.remat_executor import ExecutionFailed, Executor
-from solvers.result import Status, make_result
+from memsched.formulations import Schedule, evaluate
+from memsched.solvers.remat.executor import ExecutionFailed, Executor
+from memsched.solvers.result import Status, make_result
 
 SOLVER = "remat-dtr-greedy"
 
@@ -38,7 +38,7 @@ def greedy_schedule(graph, budget, caps, order, score="dtr"):
 
 
 def solve(graph, budget, *, caps=None, objective="compute", eps=0.0, orders=None):
-    from solvers.remat import candidate_orders
+    from memsched.solvers.remat.dispatch import candidate_orders
 
     if orders is None:
         orders = [o for _, o, _ in candidate_orders(graph)[:3]]

@@ -14,7 +14,7 @@ def read_rows(path: str | Path, *, errors: list | None = None) -> list[dict]:
     """All complete rows of a results file (a torn last line, from a driver killed
     mid-write, is skipped; so is any line that is not a JSON object, noted in
     ``errors``)."""
-    from instances.formats import InputError
+    from memsched.instances.formats import InputError
 
     p = Path(path)
     try:

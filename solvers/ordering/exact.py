@@ -3,9 +3,9 @@
 :func:`solve_exact` combines, cheapest first, and stops as soon as the best order's
 peak (upper bound, judged by the evaluator) meets the best proven lower bound:
 
-1. **bounds** (:mod:`solvers.bounds`): initial state, per operator, forward trap
+1. **bounds** (:mod:`memsched.solvers.ordering.bounds`): initial state, per operator, forward trap
    (minimum cuts), pair traps; **heuristics**
-   (:data:`solvers.ordering_heuristics.HEURISTICS`) and a beam search over down-sets
+   (:data:`memsched.solvers.ordering.heuristics.HEURISTICS`) and a beam search over down-sets
    give the upper bound. When they meet, the order is certified with no search.
 2. **decomposition at forced splits**: a prefix P of a topological order such that
    every operator after P descends from every operator of P runs first in *every*
@@ -16,7 +16,7 @@ peak (upper bound, judged by the evaluator) meets the best proven lower bound:
    earlier segments and whose required outputs are those read later. Each segment
    only has to reach the global lower bound ``theta``.
 3. per segment, until it reaches ``theta`` or is proven optimal:
-   a. the down-set DP (:mod:`solvers.downset_dp`) as a decision procedure at
+   a. the down-set DP (:mod:`memsched.solvers.ordering.downset_dp`) as a decision procedure at
       ``theta`` and then as an optimizer, with a state cap (exact for narrow graphs);
    b. **trap splitting**: the operator with the largest trap value must run from a
       state of least resident bytes in any order of that peak; the search commits to
@@ -36,8 +36,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from formulations import Graph, Schedule, evaluate
-from solvers.result import SolveResult, Status, make_result
+from memsched.formulations import Graph, Schedule, evaluate
+from memsched.solvers.result import SolveResult, Status, make_result
 
 from . import bounds as B
 from .downset_dp import beam_order, downset_dp
@@ -141,7 +141,7 @@ def _heuristics(g: Graph, lb: int, deadline: float, beam_width: int = 16) -> tup
     best = (None, None, "")
     cands = []
     try:
-        from solvers.ordering_heuristics import HEURISTICS, applicable
+        from memsched.solvers.ordering.heuristics import HEURISTICS, applicable
 
         names = applicable(g)
         cands = [(nm, HEURISTICS[nm]) for nm in names]
@@ -345,7 +345,7 @@ def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, wor
             return so, lb, "lns", False
     interrupted = False
     if use_cpsat and left() > 0:
-        from formulations.cpsat_order import build_order_model, solve_order_model
+        from memsched.formulations.cpsat_order import build_order_model, solve_order_model
 
         om = build_order_model(sg, lower_bound=lb, hint=so)
         cb = (lambda p, b, w: say(f"  CP-SAT order {p + offset} bound {b + offset:.0f}"))

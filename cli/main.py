@@ -12,7 +12,8 @@ import math
 import sys
 import time
 
-from formulations import MemschedError, Schedule, evaluate
+from memsched.cli.fmt import emit_json, fmt_bytes, fmt_num, table
+from memsched.formulations import MemschedError, Schedule, evaluate
 
 EXIT_USER_ERROR = 2
 
@@ -22,44 +23,12 @@ class UsageError(MemschedError):
 
 
 # ------------------------------------------------------------------ output
-def fmt_bytes(n) -> str:
-    """Exact integer bytes plus a human unit: ``46319 (45.2 KiB)``."""
-    if n is None:
-        return "-"
-    n = int(n)
-    x, unit = float(n), "B"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(x) < 1024 or unit == "TiB":
-            break
-        x /= 1024
-    return str(n) if unit == "B" else f"{n} ({x:.1f} {unit})"
 
 
-def fmt_num(x) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, float):
-        if math.isinf(x):
-            return "inf"
-        return f"{x:.6g}"
-    return str(x)
 
 
-def table(rows: list[list], headers: list[str]) -> str:
-    """Plain aligned text table; numbers right-aligned."""
-    cells = [[str(h) for h in headers]] + [[fmt_num(c) if not isinstance(c, str) else c for c in r] for r in rows]
-    widths = [max(len(r[k]) for r in cells) for k in range(len(headers))]
-    numeric = [all(not isinstance(r[k], str) or r[k] in ("-",) for r in rows) for k in range(len(headers))]
-    out = []
-    for n, r in enumerate(cells):
-        out.append("  ".join(c.rjust(w) if numeric[k] and n else c.ljust(w) for k, (c, w) in enumerate(zip(r, widths))).rstrip())
-        if n == 0:
-            out.append("  ".join("-" * w for w in widths))
-    return "\n".join(out)
 
 
-def emit_json(obj) -> None:
-    print(json.dumps(obj, indent=None if isinstance(obj, dict) and len(json.dumps(obj)) > 2000 else 1, default=str))
 
 
 def _ratio_or_bytes(text: str) -> float:
@@ -83,7 +52,7 @@ def _positive_float(text: str) -> float:
 
 
 def _load(path):
-    from instances import load_graph
+    from memsched.instances import load_graph
 
     return load_graph(path)
 
@@ -109,7 +78,7 @@ def cmd_info(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from instances import load_schedule
+    from memsched.instances import load_schedule
 
     g = _load(args.graph)
     sched = load_schedule(g, args.schedule)
@@ -132,7 +101,8 @@ def cmd_eval(args) -> int:
 
 # ================================================================= order
 def cmd_order(args) -> int:
-    from solvers import ordering
+    from memsched.cli.order import format_result as format_order
+    from memsched.solvers.ordering import dispatch as ordering
 
     g = _load(args.graph)
     res = ordering.solve_order(g, method=args.method, exact=args.exact, time_limit=args.time_limit,
@@ -140,25 +110,27 @@ def cmd_order(args) -> int:
     if args.json:
         emit_json(res.to_json(g))
     else:
-        print(ordering.format_result(g, res))
+        print(format_order(g, res))
     return 0
 
 
 def cmd_bound(args) -> int:
-    from solvers import bounds
+    from memsched.cli.order import format_report as format_bound_report
+    from memsched.solvers.ordering import bounds
 
     g = _load(args.graph)
     rep = bounds.bound_report(g, shave_budget=args.shave)
     if args.json:
         emit_json(rep)
     else:
-        print(bounds.format_report(g, rep))
+        print(format_bound_report(g, rep))
     return 0
 
 
 # ================================================================= remat
 def cmd_remat(args) -> int:
-    from solvers import remat
+    from memsched.cli import remat as remat_out
+    from memsched.solvers.remat import dispatch as remat
 
     g = _load(args.graph)
     res = remat.solve_remat(g, budget=args.budget, method=args.method, cap=args.cap, time_limit=args.time_limit,
@@ -167,22 +139,23 @@ def cmd_remat(args) -> int:
     if args.json:
         emit_json(remat.result_json(g, res))
     else:
-        print(remat.format_result(g, res))
+        print(remat_out.format_result(g, res))
     return 0
 
 
 def cmd_pareto(args) -> int:
-    from solvers import remat
+    from memsched.cli import remat as remat_out
+    from memsched.solvers.remat import dispatch as remat
 
     g = _load(args.graph)
     rows = remat.pareto_sweep(g, budgets=args.budgets, method=args.method, cap=args.cap, time_limit=args.time_limit,
                               progress=not args.json, mip_solver=args.mip_solver, workers=args.workers, seed=args.seed)
     if args.plot:
-        remat.plot_pareto(g, rows, args.plot)
+        remat_out.plot_pareto(g, rows, args.plot)
     if args.json:
         emit_json({"graph": g.name, "points": rows})
     else:
-        print(remat.format_pareto(g, rows))
+        print(remat_out.format_pareto(g, rows))
         if args.plot:
             print(f"plot written to {args.plot}")
     return 0
@@ -190,49 +163,49 @@ def cmd_pareto(args) -> int:
 
 # ================================================================ gadget
 def cmd_gadget(args) -> int:
-    from instances import gadgets
+    from memsched.cli.gadget import cli_gadget
 
-    return gadgets.cli_gadget(args)
+    return cli_gadget(args)
 
 
 # =================================================================== dtr
 def cmd_dtr(args) -> int:
-    from solvers.dtr import cli as dtr_cli
+    from memsched.cli import dtr as dtr_cli
 
     return dtr_cli.run(args)
 
 
 # ============================================================ emit / run
 def cmd_emit(args) -> int:
-    from solvers.executors import cli as exec_cli
+    from memsched.cli import run as exec_cli
 
     return exec_cli.emit(args)
 
 
 def cmd_run(args) -> int:
-    from solvers.executors import cli as exec_cli
+    from memsched.cli import run as exec_cli
 
     return exec_cli.run(args)
 
 
 # ========================================================= bench / report
 def cmd_bench(args) -> int:
-    from solvers.harness import cli as bench_cli
+    from memsched.cli import harness as bench_cli
 
     return bench_cli.bench(args)
 
 
 def cmd_report(args) -> int:
-    from solvers.harness import cli as bench_cli
+    from memsched.cli import harness as bench_cli
 
     return bench_cli.report(args)
 
 
 # ============================================================ crosscheck
 def cmd_crosscheck(args) -> int:
-    from solvers import crosscheck
+    from memsched.cli.crosscheck import cli
 
-    return crosscheck.cli(args)
+    return cli(args)
 
 
 # ================================================================ parser

@@ -4,7 +4,7 @@ The class ("nested-skip chains", docs/reductions.md section 3). A graph is in
 the class when
 
 1. its operator DAG is two-terminal series-parallel (checked with
-   solvers.series_parallel; otherwise :class:`NotSeriesParallel`);
+   memsched.solvers.special.series_parallel; otherwise :class:`NotSeriesParallel`);
 2. every operator has exactly one output tensor, and consecutive operators of
    the order feed each other (a Hamiltonian path v_0 -> v_1 -> ... -> v_{m-1},
    hence the topological order is unique and free-order = given-order);
@@ -38,10 +38,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from formulations import Graph, MemschedError, Schedule
-from formulations.schedule import COMPUTE, FREE
-from solvers.result import SolveResult, Status, Timer, make_result
-from solvers.series_parallel import NotSeriesParallel, decompose_graph
+from memsched.formulations import Graph, MemschedError, Schedule
+from memsched.formulations.schedule import COMPUTE, FREE
+from memsched.solvers.result import SolveResult, Status, Timer, make_result
+from memsched.solvers.special.series_parallel import NotSeriesParallel, decompose_graph
 
 __all__ = ["OutsideClass", "SPClass", "analyze", "solve", "normalize_caps"]
 
@@ -52,8 +52,8 @@ class OutsideClass(MemschedError):
 
 def normalize_caps(graph: Graph, cap) -> list:
     """None (unbounded), an int for every operator, a dict {name: int} (others
-    unbounded) or a list per operator -> list of int|None (solvers.remat.resolve_caps)."""
-    from solvers.remat import resolve_caps
+    unbounded) or a list per operator -> list of int|None (memsched.solvers.remat.dispatch.resolve_caps)."""
+    from memsched.solvers.remat.dispatch import resolve_caps
 
     return resolve_caps(graph, cap) or [None] * graph.n_ops
 

@@ -14,7 +14,7 @@ Methods (one module each, one result type):
   any Pyomo solver; exact among schedules that keep the given order of first
   computations.
 * ``checkpoint-all``, ``chen-sqrt``, ``revolve``, ``dtr-greedy``: baselines
-  (solvers/remat_*.py).
+  (solvers/remat/).
 * ``sp-knapsack``, ``width-dp``: special-class algorithms written elsewhere,
   dispatched lazily.
 
@@ -29,11 +29,11 @@ import sys
 import threading
 import time
 
-from formulations import Graph, MemschedError, Schedule, evaluate
-from solvers.result import SolveResult, Status, make_result
+from memsched.formulations import Graph, MemschedError, Schedule, evaluate
+from memsched.solvers.result import SolveResult, Status, make_result
 
-__all__ = ["METHODS", "resolve_budget", "resolve_caps", "solve_remat", "result_json", "format_result",
-           "pareto_sweep", "plot_pareto", "format_pareto", "local_infeasibility", "pebbling_infeasibility", "check_caps",
+__all__ = ["METHODS", "resolve_budget", "resolve_caps", "solve_remat", "result_json",
+           "pareto_sweep", "local_infeasibility", "pebbling_infeasibility", "check_caps",
            "DEFAULT_CP_CAP"]
 
 METHODS = ("cp", "milp", "checkpoint-all", "chen-sqrt", "revolve", "dtr-greedy", "sp-knapsack", "width-dp")
@@ -196,9 +196,9 @@ def pebbling_infeasibility(graph: Graph, B: int, depth: int = 6, time_limit: flo
 
 def order_lower_bound(graph: Graph) -> int | None:
     """The ordering lower bound on peak (valid without recomputation) from
-    solvers.bounds, when that module is present."""
+    memsched.solvers.ordering.bounds, when that module is present."""
     try:
-        from solvers import bounds  # written by another helper
+        from memsched.solvers.ordering import bounds
     except Exception:
         return None
     report = getattr(bounds, "bound_report", None)
@@ -225,8 +225,8 @@ def order_lower_bound(graph: Graph) -> int | None:
 # --------------------------------------------------------- warm starts
 def candidate_orders(graph: Graph, time_budget: float = 5.0, target: int | None = None) -> list[tuple[int, list[int], str]]:
     """(peak, order, name) for the given order, every ordering heuristic
-    (solvers.ordering_heuristics.HEURISTICS) and the down-set beam search of
-    growing width (solvers.downset_dp.beam_order), best first; both modules
+    (memsched.solvers.ordering.heuristics.HEURISTICS) and the down-set beam search of
+    growing width (memsched.solvers.ordering.downset_dp.beam_order), best first; both modules
     belong to the ordering work and are used when present. The beam stops
     widening once an order with peak <= ``target`` is found or the time budget
     would be exceeded."""
@@ -254,7 +254,7 @@ def candidate_orders(graph: Graph, time_budget: float = 5.0, target: int | None 
     add(graph.given_order(), "given")
     t0 = time.perf_counter()
     try:
-        from solvers.ordering_heuristics import HEURISTICS  # another helper's module
+        from memsched.solvers.ordering.heuristics import HEURISTICS  # another helper's module
     except Exception:
         HEURISTICS = {}
     for name, fn in sorted(HEURISTICS.items()):
@@ -268,7 +268,7 @@ def candidate_orders(graph: Graph, time_budget: float = 5.0, target: int | None 
             order = order.computes()
         add(order, name)
     try:
-        from solvers.downset_dp import beam_order  # another helper's module
+        from memsched.solvers.ordering.downset_dp import beam_order  # another helper's module
     except Exception:
         beam_order = None
     if beam_order is not None:
@@ -316,7 +316,7 @@ def solve_remat(graph: Graph, budget, method: str = "cp", cap=None, time_limit: 
     if method in ("sp-knapsack", "width-dp"):
         import importlib
 
-        mod = importlib.import_module("solvers.sp_knapsack" if method == "sp-knapsack" else "solvers.width_dp")
+        mod = importlib.import_module("memsched.solvers.special.sp_knapsack" if method == "sp-knapsack" else "memsched.solvers.special.width_dp")
         res = mod.solve(graph, B, cap=cap, objective=objective, eps=eps, time_limit=time_limit)
     elif method == "cp":
         _INTERRUPTED.clear()
@@ -331,14 +331,14 @@ def solve_remat(graph: Graph, budget, method: str = "cp", cap=None, time_limit: 
             res.message = ("interrupted; best schedule so far" if res.schedule is not None else "interrupted") \
                 + (f" ({res.message})" if res.message else "")
     elif method == "milp":
-        from formulations.remat_milp import solve_remat_milp
+        from memsched.solvers.remat.milp import solve_remat_milp
 
         res = solve_remat_milp(graph, B, caps, objective=objective, eps=eps, time_limit=time_limit,
                                mip_solver=mip_solver, progress=progress)
     else:
         import importlib
 
-        mod = importlib.import_module("solvers.remat_" + method.replace("-", "_"))
+        mod = importlib.import_module("memsched.solvers.remat." + method.replace("-", "_"))
         res = mod.solve(graph, B, caps=caps, objective=objective, eps=eps)
     res.wall_s = time.perf_counter() - t0
     for k, v in params.items():
@@ -370,7 +370,7 @@ def infeasible_result(graph, solver, objective, reason, *, params=None, wall_s=0
 
 # ------------------------------------------------------------------- CP
 def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, workers, t0) -> SolveResult:
-    from formulations.remat_cpsat import build_remat_cp
+    from memsched.formulations.remat_cpsat import build_remat_cp
 
     solver_name = "remat-cp"
     n = graph.n_ops
@@ -543,11 +543,11 @@ def _lb_compute(cp, bound, baseline, unbounded):
 
 def _greedy_warm_start(graph, B, caps, cands, time_budget=10.0, best_effort_out=None):
     """The cheapest schedule within B and the caps found by the DTR-score greedy and
-    by the peak-cutting local search (solvers/remat_local_search.py) started from
+    by the peak-cutting local search (solvers/remat/local_search.py) started from
     the best plain orders; (schedule, description) or None. ``best_effort_out``, a
     list, receives (schedule, description, peak) of the least peak seen (over B or not)."""
-    from solvers.remat_dtr_greedy import greedy_schedule
-    from solvers.remat_local_search import cut_peak
+    from memsched.solvers.remat.dtr_greedy import greedy_schedule
+    from memsched.solvers.remat.local_search import cut_peak
 
     t0 = time.perf_counter()
     best = None
@@ -630,47 +630,8 @@ def _run_cpsat(cp, time_limit, seed, workers, progress, label):
 
 
 # ---------------------------------------------------------- CLI helpers
-def result_json(graph: Graph, res: SolveResult) -> dict:
-    base = graph.total_cost()
-    d = {
-        "status": res.status,
-        "method": res.params.get("method", res.solver),
-        "solver": res.solver,
-        "objective": res.objective,
-        "peak": res.peak,
-        "compute": res.compute,
-        "baseline_compute": base,
-        "overhead_pct": None if res.compute is None else round(100.0 * (res.compute - base) / base, 6) if base else 0.0,
-        "budget": res.params.get("budget"),
-        "lower_bound": res.lower_bound,
-        "wall_s": round(res.wall_s, 6),
-        "schedule": res.schedule.to_names(graph) if res.schedule is not None else None,
-        "recomputations": res.evaluation.recomputations if res.evaluation else None,
-        "params": res.params,
-    }
-    if res.message:
-        d["message"] = res.message
-    for k, v in res.extra.items():
-        d.setdefault(k, v)
-    return d
 
 
-def format_result(graph: Graph, res: SolveResult) -> str:
-    from memsched_cli import fmt_bytes, fmt_num, table
-
-    d = result_json(graph, res)
-    rows = [["status", res.status], ["method", str(d["method"])], ["budget", fmt_bytes(d["budget"])],
-            ["peak", fmt_bytes(res.peak)], ["compute", fmt_num(res.compute)],
-            ["baseline compute", fmt_num(d["baseline_compute"])],
-            ["overhead", "-" if d["overhead_pct"] is None else f"{d['overhead_pct']:.4f} %"],
-            ["recomputations", fmt_num(d["recomputations"])],
-            ["lower bound", fmt_num(res.lower_bound) + (f" ({res.objective})" if res.lower_bound is not None else "")],
-            ["wall", f"{res.wall_s:.3f} s"]]
-    if res.message:
-        rows.append(["note", res.message])
-    if res.params.get("scope"):
-        rows.append(["scope", str(res.params["scope"])])
-    return table(rows, ["remat", "value"])
 
 
 def pareto_sweep(graph: Graph, budgets, method: str = "cp", cap=None, time_limit: float = 30.0,
@@ -695,41 +656,26 @@ def pareto_sweep(graph: Graph, budgets, method: str = "cp", cap=None, time_limit
     return rows
 
 
-def format_pareto(graph: Graph, rows: list[dict]) -> str:
-    from memsched_cli import fmt_bytes, table
-
-    out = []
-    for r in rows:
-        out.append([f"{r['budget_ratio']:.3f}", fmt_bytes(r["budget"]), r["status"], fmt_bytes(r["peak"]),
-                    "-" if r["overhead_pct"] is None else f"{r['overhead_pct']:.3f}", f"{r['wall_s']:.2f}"])
-    return f"{graph.name}: given-order peak {fmt_bytes(given_peak(graph))}, baseline compute {graph.total_cost():g}\n" + \
-        table(out, ["budget/P", "budget", "status", "peak", "overhead %", "wall s"])
-
-
-def plot_pareto(graph: Graph, rows: list[dict], path) -> None:
-    """Extra compute (%) against peak (bytes) for the feasible points."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    pts = sorted((r["peak"], r["overhead_pct"], r["status"]) for r in rows if r["peak"] is not None)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    if pts:
-        ax.step([p for p, _, _ in pts], [o for _, o, _ in pts], where="post", color="tab:blue", alpha=0.5)
-        for p, o, s in pts:
-            ax.plot([p], [o], "o" if s == "optimal" else "s", color="tab:blue" if s == "optimal" else "tab:orange")
-    for r in rows:
-        if r["peak"] is None:
-            ax.axvline(r["budget"], color="tab:red", ls=":", lw=1)
-    ax.set_xlabel("peak memory (bytes)")
-    ax.set_ylabel("extra compute (%)")
-    ax.set_title(f"{graph.name}: remat Pareto front (o optimal, s feasible, : infeasible budget)", fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=120)
-    except OSError as e:
-        raise MemschedError(f"pareto: cannot write plot {path}: {e}") from None
-    finally:
-        plt.close(fig)
+def result_json(graph: Graph, res: SolveResult) -> dict:
+    base = graph.total_cost()
+    d = {
+        "status": res.status,
+        "method": res.params.get("method", res.solver),
+        "solver": res.solver,
+        "objective": res.objective,
+        "peak": res.peak,
+        "compute": res.compute,
+        "baseline_compute": base,
+        "overhead_pct": None if res.compute is None else round(100.0 * (res.compute - base) / base, 6) if base else 0.0,
+        "budget": res.params.get("budget"),
+        "lower_bound": res.lower_bound,
+        "wall_s": round(res.wall_s, 6),
+        "schedule": res.schedule.to_names(graph) if res.schedule is not None else None,
+        "recomputations": res.evaluation.recomputations if res.evaluation else None,
+        "params": res.params,
+    }
+    if res.message:
+        d["message"] = res.message
+    for k, v in res.extra.items():
+        d.setdefault(k, v)
+    return d

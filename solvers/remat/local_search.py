@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import time
 
-from formulations import Graph, Schedule
-from formulations.schedule import COMPUTE, FREE
+from memsched.formulations import Graph, Schedule
+from memsched.formulations.schedule import COMPUTE, FREE
 
 __all__ = ["schedule_from_sequence", "cut_peak"]
 
@@ -119,8 +119,8 @@ def cut_peak(g: Graph, order: list[int], budget: int, caps=None, time_limit: flo
              max_moves: int = 10_000, best_effort: bool = False) -> Schedule | None:
     """A schedule with peak <= budget obtained from ``order`` by inserting
     recomputations, or None. Respects the caps (None = unbounded)."""
-    from formulations import evaluate
-    from formulations.evaluator import ScheduleError
+    from memsched.formulations import evaluate
+    from memsched.formulations.evaluator import ScheduleError
 
     t0 = time.perf_counter()
     seq = list(order)

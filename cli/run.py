@@ -4,11 +4,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from formulations import Graph, MemschedError, Schedule
+from memsched.cli.fmt import fmt_bytes, table
+from memsched.formulations import Graph, MemschedError, Schedule
 
-from .arena import plan_arena
-from .emit import emit_program
-from .runner import DEFAULT_MAX_BYTES, ExecError, check_backend, run_schedule, scaled_graph
+from memsched.solvers.executors.arena import plan_arena
+from memsched.solvers.executors.emit import emit_program
+from memsched.solvers.executors.runner import DEFAULT_MAX_BYTES, ExecError, check_backend, run_schedule, scaled_graph
 
 __all__ = ["emit", "run", "schedule_for"]
 
@@ -19,7 +20,7 @@ def schedule_for(graph: Graph, method: str = "given", *, time_limit: float = 60.
     Returns (schedule, description)."""
     if method == "given":
         return Schedule.from_order(graph, graph.given_order()), "given order"
-    from solvers import ordering
+    from memsched.solvers.ordering import dispatch as ordering
 
     res = ordering.solve_order(graph, method=method, exact=(method == "exact"), time_limit=time_limit, workers=1)
     if res.schedule is None:
@@ -29,7 +30,7 @@ def schedule_for(graph: Graph, method: str = "given", *, time_limit: float = 60.
 
 def _schedule(args, graph: Graph) -> tuple[Schedule, str]:
     if getattr(args, "schedule", None):
-        from instances import load_schedule
+        from memsched.instances import load_schedule
 
         return load_schedule(graph, args.schedule), f"schedule file {args.schedule}"
     return schedule_for(graph, getattr(args, "method", "given") or "given",
@@ -37,7 +38,7 @@ def _schedule(args, graph: Graph) -> tuple[Schedule, str]:
 
 
 def _load(path) -> Graph:
-    from instances import load_graph
+    from memsched.instances import load_graph
 
     return load_graph(path)
 
@@ -86,7 +87,6 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(res))
     else:
-        from memsched_cli import fmt_bytes, table
 
         rows = [["schedule", what], ["backend / device", f"{res['backend']} / {res['device']}"],
                 ["modeled peak", fmt_bytes(res["modeled_peak"])], ["realized peak", fmt_bytes(res["realized_peak"])],

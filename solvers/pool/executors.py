@@ -1,6 +1,7 @@
 """Executors: where runs happen, with a hard wall-time limit per run.
 
-Both executors drive the same worker process (:mod:`.worker`), one per slot:
+Both executors drive the same worker process (:mod:`memsched.solvers.harness.worker`,
+started as a command, not imported), one per slot:
 
 * :class:`LocalExecutor` - ``jobs`` worker processes on this machine, multiplexed by
   the driver with ``selectors``. A run that exceeds its hard limit gets its worker's
@@ -26,7 +27,7 @@ import time
 from collections import deque
 from pathlib import Path
 
-from .worker import recv_msg, send_msg
+from .wire import recv_msg, send_msg
 
 __all__ = ["WorkerProc", "LocalExecutor", "DaskExecutor", "timeout_outcome", "crash_outcome"]
 
@@ -74,7 +75,7 @@ class WorkerProc:
         self._log = tempfile.TemporaryFile(dir=log_dir)
         # unbuffered pipes: a buffered reader could pull the next message into its
         # buffer, where select() cannot see it (the run would then look hung)
-        self.proc = subprocess.Popen([sys.executable, "-m", "solvers.harness.worker"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "memsched.solvers.harness.worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self._log, env=_worker_env(),
                                      start_new_session=True, close_fds=True, bufsize=0)
         self.fd = self.proc.stdout.fileno()
@@ -323,7 +324,7 @@ class DaskExecutor:
         try:
             from distributed import Client, as_completed
         except ImportError:
-            from formulations import MemschedError
+            from memsched.formulations import MemschedError
 
             raise MemschedError("--dask needs dask[distributed]: pip install 'memsched[dask]'") from None
         if not tasks:
@@ -332,7 +333,7 @@ class DaskExecutor:
         if isinstance(self.address, Client):
             client = self.address
         elif isinstance(self.address, str):
-            from formulations import MemschedError
+            from memsched.formulations import MemschedError
 
             try:
                 client, own = Client(self.address, timeout=os.environ.get("MEMSCHED_DASK_TIMEOUT", "30s")), True

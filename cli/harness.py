@@ -5,13 +5,13 @@ import json
 import sys
 from pathlib import Path
 
-from formulations import MemschedError
+from memsched.formulations import MemschedError
 
 __all__ = ["bench", "report"]
 
 
 def bench(args) -> int:
-    from .sweep import run_sweep
+    from memsched.solvers.harness.sweep import run_sweep
 
     if args.jobs is not None and args.jobs < 1:
         raise MemschedError(f"--jobs must be at least 1, got {args.jobs}")
@@ -32,7 +32,7 @@ def bench(args) -> int:
 
 
 def report(args) -> int:
-    from .report import build_report, load_results
+    from memsched.solvers.harness.report import build_report, load_results
 
     notes: list[str] = []
     rows = load_results(args.results, notes=notes)
@@ -42,7 +42,7 @@ def report(args) -> int:
         raise MemschedError(f"{', '.join(args.results)}: no result rows")
     dtr = [r for r in rows if r.get("kind") == "dtr_replay"]  # from `memsched dtr sweep --results`
     if dtr:
-        from solvers.dtr.sweep import report_rows
+        from memsched.solvers.dtr.sweep import report_rows
 
         print("## DTR budget sweeps\n")
         print(report_rows(dtr))

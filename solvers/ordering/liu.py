@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import heapq
 
-from formulations import Graph, MemschedError
+from memsched.formulations import Graph, MemschedError
 
 __all__ = ["NotATreeError", "liu_order", "liu_is_exact", "liu_peak_claim"]
 

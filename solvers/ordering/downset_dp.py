@@ -35,7 +35,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from formulations import Graph
+from memsched.formulations import Graph
 
 __all__ = ["DPResult", "downset_dp", "downset_decide", "downset_optimize", "beam_order", "solve_dp", "DPTables"]
 
@@ -285,7 +285,7 @@ def downset_decide(g: Graph, theta: int, *, max_states: int = 2_000_000, time_li
         S, ready, res, kids, k = stack[-1]
         if S == full:
             order = [v for ops in path_ops for v in ops]
-            from formulations import order_peak
+            from memsched.formulations import order_peak
 
             return DPResult(order, order_peak(g, order), True, stored, time.perf_counter() - t0)
         if k >= len(kids):
@@ -377,8 +377,8 @@ def beam_order(g: Graph, width: int = 64, *, lower_bound: int = 0) -> list[int]:
 def solve_dp(g: Graph, *, time_limit: float | None = 60.0, max_states: int = 2_000_000, upper_bound_order=None):
     """The down-set DP as a solver: SolveResult with status optimal when the search
     completed, else the incumbent with status timeout."""
-    from formulations import Schedule, order_peak
-    from solvers.result import Status, make_result
+    from memsched.formulations import Schedule, order_peak
+    from memsched.solvers.result import Status, make_result
 
     from .bounds import trap_bound
 

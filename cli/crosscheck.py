@@ -1,0 +1,110 @@
+"""``memsched crosscheck``: the report table, the timelines plot, the command."""
+from __future__ import annotations
+
+from memsched.cli.fmt import fmt_bytes, table
+from memsched.formulations import evaluate
+from memsched.solvers.crosscheck import CrosscheckReport, Row, crosscheck
+
+
+def _status_text(rep: CrosscheckReport, r: Row) -> str:
+    if r.method == "exact":
+        cert = r.json.get("certified")
+        return "certified optimal" if cert else f"{r.status}"
+    return r.status
+
+
+def format_report(rep: CrosscheckReport) -> str:
+
+    g = rep.graph
+    best_order_lb = rep.order_lower_bound
+    exact_order = next((r for r in rep.rows if r.method == "exact"), None)
+    if exact_order is not None and exact_order.lower_bound is not None:
+        best_order_lb = max(best_order_lb or 0, exact_order.lower_bound)
+    remat_lb = max((r.lower_bound for r in rep.rows
+                    if r.problem == "remat" and r.global_claims and r.lower_bound is not None),
+                   default=None)
+    rows = []
+    for r in rep.rows:
+        realized = ", ".join(f"{fmt_bytes(m['realized_peak'])}" if k.endswith(':cpu') and len(rep.backends) == 1
+                             else f"{k}={m['realized_peak']}" for k, m in r.realized.items()) or "-"
+        if r.problem == "order":
+            gap = None if r.peak is None or not best_order_lb else (r.peak - best_order_lb) / r.peak
+        else:
+            gap = None if r.compute is None or remat_lb is None or not r.compute else (r.compute - remat_lb) / r.compute
+        pct = rep.extra_pct(r)
+        rows.append([r.method, "order" if r.problem == "order" else "remat",
+                     fmt_bytes(r.peak) if r.peak is not None else "-", realized,
+                     "-" if pct is None else f"{pct:+.2f}%", _status_text(rep, r),
+                     "-" if gap is None else f"{100 * gap:.2f}%"])
+    head = [f"graph {g.name}: {g.n_ops} operators, given-order peak {fmt_bytes(_given_peak(rep))}",
+            f"remat budget: {fmt_bytes(rep.budget)}" + (f" ({rep.budget_ratio} x given peak)" if rep.budget_ratio else ""),
+            f"best proven lower bound on the peak: {fmt_bytes(best_order_lb)}",
+            f"programs run on: {', '.join(rep.backends) or 'none'}"
+            + (f" (every size divided by {rep.exec_scale}; realized peaks are of that scaled program)"
+               if rep.exec_scale > 1 else ""), ""]
+    body = table(rows, ["method", "problem", "modeled peak", "realized peak", "extra compute", "status", "gap to bound"])
+    if rep.disagreements:
+        verdict = "\nVERDICT: DISAGREEMENT\n" + "\n".join(f"  - {d}" for d in rep.disagreements)
+    else:
+        verdict = (f"\nVERDICT: all {sum(1 for r in rep.rows if r.schedule is not None)} schedules agree: "
+                   f"evaluator == solver claims, realized == modeled, identical outputs, no bound above a feasible value "
+                   f"({rep.wall_s:.1f} s)")
+    return "\n".join(head) + body + "\n" + verdict
+
+
+def _given_peak(rep: CrosscheckReport):
+    r = next((r for r in rep.rows if r.method == "given"), None)
+    return r.peak if r else None
+
+
+def plot_timelines(rep: CrosscheckReport, path: str) -> None:
+    """Memory timelines (memory during each compute event) of every method on one figure,
+    with the budget and the best lower bound on the peak drawn as lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 5.5))
+    for r in rep.rows:
+        if r.schedule is None or r.peak is None:
+            continue
+        ev = evaluate(rep.graph, r.schedule)
+        ys = [m for (kind, _), m in zip(r.schedule.events, ev.timeline) if kind == 0]
+        xs = [k / max(1, len(ys) - 1) for k in range(len(ys))]
+        ax.step(xs, ys, where="post", label=f"{r.method} (peak {r.peak})", lw=1.2)
+    if rep.budget is not None:
+        ax.axhline(rep.budget, color="red", ls="--", lw=1, label=f"budget {rep.budget}")
+    if rep.order_lower_bound is not None:
+        ax.axhline(rep.order_lower_bound, color="black", ls=":", lw=1, label=f"lower bound {rep.order_lower_bound}")
+    ax.set_xlabel("progress through the schedule (compute events, normalized)")
+    ax.set_ylabel("memory while an operator runs (bytes)")
+    ax.set_title(f"memsched crosscheck: {rep.graph.name}")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def cli(args) -> int:
+    import json
+    import sys
+
+    from memsched.instances import load_graph
+
+    g = load_graph(args.graph)
+    quiet = args.json
+    rep = crosscheck(g, budget=args.budget, time_limit=args.time_limit,
+                     progress=None if quiet else (lambda s: print(f"  .. {s}", file=sys.stderr, flush=True)))
+    if args.plot:
+        plot_timelines(rep, args.plot)
+    if args.json:
+        print(json.dumps(rep.to_json(), default=str))
+    else:
+        print(format_report(rep))
+        if args.plot:
+            print(f"timelines plotted to {args.plot}")
+    if rep.disagreements:
+        print(f"memsched crosscheck: {len(rep.disagreements)} disagreement(s): {rep.disagreements[0]}", file=sys.stderr)
+        return 1
+    return 0

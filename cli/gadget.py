@@ -1,0 +1,57 @@
+"""``memsched gadget knapsack|3partition``."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from memsched.instances.gadgets import (GadgetError, knapsack_gadget, load_items, random_knapsack,
+                                        random_three_partition, three_partition_gadget)
+
+
+def cli_gadget(args) -> int:
+    """``memsched gadget knapsack|3partition``: build, print a summary (or JSON),
+    and with ``-o FILE`` write the instance and ``FILE.answer.json``."""
+    from memsched.instances.formats import graph_to_json
+
+    if (args.items is None) == (args.random is None):
+        raise GadgetError("gadget: give exactly one of --items FILE or --random N")
+    if args.kind == "knapsack":
+        if args.items is not None:
+            items, W = load_items(args.items, "knapsack")
+            items = [{"size": s, "cost": w} for s, w in items]
+        else:
+            items, W = random_knapsack(args.random, args.seed)
+        g, ans = knapsack_gadget(items, W, args.objective)
+    else:
+        nums = load_items(args.items, "3partition") if args.items is not None else random_three_partition(args.random, args.seed)
+        g, ans = three_partition_gadget(nums, cap=args.cap, objective=args.objective)
+    ans = {"graph": g.name, **ans}
+    if args.output:
+        out = Path(args.output)
+        try:
+            out.write_text(json.dumps(graph_to_json(g), indent=1) + "\n")
+            Path(str(out) + ".answer.json").write_text(json.dumps(ans, indent=1) + "\n")
+        except OSError as e:
+            raise GadgetError(f"{out}: cannot write: {e}") from None
+    if args.json:
+        print(json.dumps(ans if args.output else {**ans, "instance": graph_to_json(g)}, default=str))
+        return 0
+    rows = [("graph", g.name), ("operators", g.n_ops), ("objective", ans["objective"])]
+    if ans["kind"] == "knapsack":
+        rows += [("items", len(ans["items"])), ("capacity", ans["capacity"]), ("knapsack optimum", ans["knapsack_optimum"])]
+        rows += [("budget (bytes)", ans["budget"])] if "budget" in ans else [("extra compute allowed", ans["extra_compute"])]
+    else:
+        rows += [("numbers", len(ans["numbers"])), ("target T", ans["target"]), ("cap", ans["cap"]),
+                 ("answer", ans["answer"]), ("budget (bytes)", ans["budget"])]
+        if ans["objective"] == "peak":
+            rows.append(("extra compute allowed", ans["extra_compute"]))
+    rows.append(("known optimum", "infeasible" if ans["optimum"] is None and ans["objective"] == "compute"
+                 else (f"> {ans['budget']}" if ans["optimum"] is None else ans["optimum"])))
+    w = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k.ljust(w)}  {v}")
+    if args.output:
+        print(f"wrote {args.output} and {args.output}.answer.json")
+    else:
+        print("(use -o FILE to write the instance and FILE.answer.json)")
+    return 0
