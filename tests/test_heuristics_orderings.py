@@ -263,14 +263,6 @@ def test_solve_order_statuses_and_errors():
     assert "optimal" in format_result(t, res)
 
 
-def test_exact_without_module_is_a_user_error(monkeypatch):
-    import sys
-
-    monkeypatch.setitem(sys.modules, "memsched.solvers.ordering.exact", None)
-    with pytest.raises(MemschedError, match="exact ordering not available"):
-        solve_order(unet(2), exact=True)
-
-
 def test_heuristics_improve_the_given_order_somewhere():
     """A sanity check that the heuristics are not all the given order in disguise."""
     g = random_layered(100, seed=0)

@@ -42,6 +42,8 @@ import numpy as np
 
 from memsched.formulations import Graph
 
+from .heuristics import run_heuristics
+
 __all__ = [
     "Reach", "reachability", "initial_bound", "per_op_bound", "TrapSolver", "trap_solver", "step_memory",
     "trap_values", "trap_bound", "reverse_trap_value", "reverse_bound", "naive_reversed_graph_bound",
@@ -483,19 +485,7 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
 # ----------------------------------------------------------------- report
 def _heuristic_orders(g: Graph) -> list[list[int]]:
     """Cheap known orders used only to skip operators whose trap cannot matter."""
-    orders = [g.given_order()]
-    try:
-        from memsched.solvers.ordering.heuristics import HEURISTICS
-    except ImportError:  # pragma: no cover
-        return orders
-    for name in ("greedy", "lpmf", "dfs"):
-        f = HEURISTICS.get(name)
-        if f is not None:
-            try:
-                orders.append(f(g))
-            except Exception:  # pragma: no cover - a heuristic bug must not break the bounds
-                pass
-    return orders
+    return [order for _, order, _ in run_heuristics(g, ["given", "greedy", "lpmf", "dfs"])]
 
 
 def bound_report(g: Graph, *, pair_budget: float = 0.3, shave_budget: float = 0.0) -> dict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from memsched.formulations import Graph, MemschedError, Schedule, evaluate
+from memsched.formulations import Graph, Schedule
 from memsched.solvers.result import SolveResult, Status, make_result
 
 from .heuristics import HEURISTICS, UnknownMethod, best_with_peaks
@@ -29,13 +29,10 @@ def solve_order(graph: Graph, method: str = "best", exact: bool = False, time_li
     return status "feasible"; ``liu`` returns "optimal" (lower bound = its peak) when
     :func:`memsched.solvers.ordering.liu.liu_is_exact` holds. ``exact=True`` delegates to
     ``memsched.solvers.ordering.exact.solve_exact`` (CP-SAT) and ignores ``method``.
-    Raises :class:`MemschedError` for an unknown method, ``liu`` on a non-tree, or
-    ``exact`` when the exact driver is not installed."""
+    Raises :class:`MemschedError` for an unknown method or ``liu`` on a non-tree."""
     if exact:
-        try:
-            from memsched.solvers.ordering.exact import solve_exact
-        except ImportError:
-            raise MemschedError("exact ordering not available (memsched.solvers.ordering.exact is missing)") from None
+        from memsched.solvers.ordering.exact import solve_exact
+
         return solve_exact(graph, time_limit=time_limit, workers=workers, seed=seed, progress=progress)
     if method not in HEURISTICS:
         raise UnknownMethod(f"unknown ordering method {method!r}; valid: {', '.join(HEURISTICS)}")

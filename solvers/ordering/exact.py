@@ -36,13 +36,14 @@ import sys
 import time
 from dataclasses import dataclass
 
-from memsched.formulations import Graph, Schedule, evaluate
+from memsched.formulations import Graph, Schedule, evaluate, order_peak
 from memsched.solvers.result import SolveResult, Status, make_result
 
 from . import bounds as B
 from .downset_dp import beam_order, downset_dp
+from .heuristics import run_heuristics
 
-__all__ = ["Part", "forced_segments", "make_part", "solve_exact", "order_peak_fast"]
+__all__ = ["Part", "forced_segments", "make_part", "solve_exact"]
 
 
 # ------------------------------------------------------------ subproblems
@@ -130,32 +131,16 @@ def forced_segments(g: Graph) -> list[list[int]]:
     return segs
 
 
-def order_peak_fast(g: Graph, order) -> int:
-    return evaluate(g, Schedule.from_order(g, order)).peak
-
-
 # ------------------------------------------------------------- heuristics
 def _heuristics(g: Graph, lb: int, deadline: float, beam_width: int = 16) -> tuple[list[int], int, str, dict]:
     """Best order among the project's heuristics and the down-set beam search."""
-    peaks: dict[str, int] = {}
-    best = (None, None, "")
-    cands = []
-    try:
-        from memsched.solvers.ordering.heuristics import HEURISTICS, applicable
-
-        names = applicable(g)
-        cands = [(nm, HEURISTICS[nm]) for nm in names]
-    except ImportError:  # pragma: no cover - the heuristics module is optional
-        cands = [("given", lambda h: h.given_order())]
-    cands.append((f"beam{beam_width}", lambda h: beam_order(h, beam_width, lower_bound=lb)))
-    for nm, f in cands:
-        if best[1] is not None and (best[1] <= lb or time.perf_counter() > deadline):
-            break
-        o = list(f(g))
-        pk = order_peak_fast(g, o)
-        peaks[nm] = pk
-        if best[1] is None or pk < best[1]:
-            best = (o, pk, nm)
+    runs = run_heuristics(g, stop_at=lb, deadline=deadline)
+    if not (min(p for _, _, p in runs) <= lb or time.perf_counter() > deadline):
+        o = beam_order(g, beam_width, lower_bound=lb)
+        runs.append((f"beam{beam_width}", o, order_peak(g, o)))
+    best = min(runs, key=lambda r: r[2])
+    peaks = {nm: p for nm, _, p in runs}
+    best = (best[1], best[2], best[0])
     return best[0], best[1], best[2], peaks
 
 
@@ -261,14 +246,14 @@ def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, wor
     that closed the gap or "", interrupted)."""
     from .downset_dp import downset_decide
 
-    cur = order_peak_fast(sg, so)
+    cur = order_peak(sg, so)
     lb = max(theta, B.trap_bound(sg, [so]))
     if cur <= lb:
         return so, lb, "", False
 
     def take(order, by):
         nonlocal so, cur
-        pk = order_peak_fast(sg, order)
+        pk = order_peak(sg, order)
         if pk < cur:
             so, cur = order, pk
             say(f"  {by}: segment peak {cur + offset}")
@@ -395,7 +380,7 @@ def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: 
         order = state["order"]
         peak = state["peak"]
         if peak is None:
-            peak = order_peak_fast(g, order)
+            peak = order_peak(g, order)
         lb = min(state["lb"], peak)
         cert = peak == lb
         if cert:
@@ -459,7 +444,7 @@ def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: 
             for u in s:
                 before |= 1 << u
             sub_order = sorted(range(len(s)), key=lambda i: pos[P.ops[i]])
-            parts.append([P, sub_order, order_peak_fast(P.graph, sub_order) + P.offset])
+            parts.append([P, sub_order, order_peak(P.graph, sub_order) + P.offset])
         say(f"{len(segs)} forced segment(s); largest has {max(len(s) for s in segs)} operators")
         state["seg_orders"] = parts
 
@@ -480,9 +465,9 @@ def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: 
             theta = state["lb"] - P.offset  # the segment only has to reach the global bound
             if sg.n_ops < 0.9 * n:  # (the whole graph's heuristics already ran)
                 o, pk, nm, _ = _heuristics(sg, theta, deadline)
-                if pk < order_peak_fast(sg, so):
+                if pk < order_peak(sg, so):
                     so = o
-            parts[k][1], parts[k][2] = so, order_peak_fast(sg, so) + P.offset
+            parts[k][1], parts[k][2] = so, order_peak(sg, so) + P.offset
             if parts[k][2] <= state["lb"]:
                 continue
             say(f"segment of {sg.n_ops} operators: peak {parts[k][2]}, target {state['lb']}")
@@ -494,7 +479,7 @@ def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: 
                 state["by"] = by
             if interrupted:
                 state["interrupted"] = True
-            parts[k][1], parts[k][2] = so, order_peak_fast(sg, so) + P.offset
+            parts[k][1], parts[k][2] = so, order_peak(sg, so) + P.offset
             assemble()
             if state["interrupted"]:
                 break
