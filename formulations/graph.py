@@ -23,6 +23,8 @@ naming the offending node.
 from __future__ import annotations
 
 import math
+from functools import reduce
+from math import gcd
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -288,6 +290,30 @@ class Graph:
     def resident_at_start(self) -> int:
         """Bytes resident before the first operator runs: all graph inputs."""
         return sum(self.size[j] for j in self.input_idx)
+
+    def kept_idx(self) -> frozenset[int]:
+        """Pinned inputs and required outputs: a plain order (frees right after last use)
+        never frees them. (A schedule may free a required output that an operator produces
+        and compute it again; only :meth:`always_resident_idx` is never freed.)"""
+        return frozenset(self.pinned_idx) | frozenset(self.output_idx)
+
+    def always_resident_idx(self) -> frozenset[int]:
+        """Graph inputs that no schedule may free (pinned or required outputs): resident at
+        every moment of every schedule."""
+        return frozenset(j for j in self.input_idx if j in self.pinned_idx or j in self.output_idx)
+
+    def always_resident(self) -> int:
+        """Bytes of :meth:`always_resident_idx`: a floor under every moment's memory."""
+        if getattr(self, "_always", None) is None:
+            self._always = sum(self.size[j] for j in self.always_resident_idx())
+        return self._always
+
+    def memory_unit(self) -> int:
+        """gcd of every positive tensor size and workspace (1 if none): every memory figure
+        of every schedule is a multiple of it, so models may count in these units."""
+        if getattr(self, "_unit", None) is None:
+            self._unit = reduce(gcd, [s for s in list(self.size) + list(self.workspace) if s > 0], 0) or 1
+        return self._unit
 
     def total_cost(self) -> float:
         """Compute cost of running every operator once (the no-recompute baseline)."""

@@ -83,25 +83,15 @@ def reachability(g: Graph) -> Reach:
     return r
 
 
-def _kept(g: Graph) -> frozenset[int]:
-    return g.pinned_idx | g.output_idx
-
-
 def initial_bound(g: Graph) -> int:
     """Memory of the initial state: every graph input is resident before the first event."""
-    return sum(g.size[j] for j in g.input_idx)
-
-
-def _always_resident(g: Graph) -> set[int]:
-    """Graph inputs that are never freed (pinned or required): resident at every moment."""
-    kept = _kept(g)
-    return {j for j in g.input_idx if j in kept}
+    return g.resident_at_start()
 
 
 def per_op_bound(g: Graph) -> int:
     """max over operators of inputs + outputs + workspace + the never-freed graph inputs,
     and the initial state."""
-    always = _always_resident(g)
+    always = g.always_resident_idx()
     c = sum(g.size[j] for j in always)
     best = initial_bound(g)
     for v in range(g.n_ops):
@@ -148,7 +138,7 @@ class TrapSolver:
         n, nt = g.n_ops, g.n_tensors
         self.n = n
         self.reach = reachability(g)
-        kept = _kept(g)
+        kept = g.kept_idx()
         self.t_prod = np.array(g.producer, dtype=np.int64)
         self.t_size = np.array(g.size, dtype=np.int64)
         self.t_kept = np.zeros(nt, dtype=bool)
