@@ -68,6 +68,12 @@ def _pattern(salt):
     return p
 
 _HASHES, _MISMATCH = {}, []
+_OFFSETS_OK = [True]
+
+def _at(A, t, o):
+    """An arena tensor must be a view at its planned offset of the one arena block."""
+    if t.shape[0] and _ptr(t) - _ptr(A) != o:
+        _OFFSETS_OK[0] = False
 
 def _sha(name, raw):
     h = hashlib.sha256(raw).hexdigest()
@@ -77,17 +83,116 @@ def _sha(name, raw):
 '''
 
 _NUMPY = r'''
-import tracemalloc
+import ctypes, tracemalloc
 import numpy as np
 
 _DOMAIN = np.lib.tracemalloc_domain
 _FILTER = [tracemalloc.DomainFilter(True, _DOMAIN)]
 _EMPTY = np.empty(0, np.uint8)  # zero-size tensors are views of this (numpy allocates 1 byte for size 0)
-_PEAK = [0]
-_TRANSIENT = [0]
+_PEAK = [0]        # tracemalloc numpy-domain total, sampled after every allocation step
+_TRANSIENT = [0]   # largest growth of tracemalloc's global high-water mark during one kernel
+_TEMP = [0]        # largest growth of numpy-domain bytes (allocation handler) during one kernel
 _PATTERNS = {}
 
+# --- the numpy-domain running maximum, from numpy's own allocation-handler hook (NEP 49).
+# A PyDataMem_Handler whose malloc/calloc/realloc/free call libc and keep a running byte
+# count; installed with PyDataMem_SetHandler (numpy C-API slot 304) through ctypes. Every
+# array data allocation of the program goes through it, including any temporary a kernel
+# makes, so _H[1] is the exact high-water mark of numpy data bytes.
+_H = [0, 0, 0]     # current, running max since _start, running max since the last kernel began
+_LIVE = {}         # pointer -> bytes
+# the handler's C objects must outlive every array it allocated, also when several programs
+# run in one process (runner.run_programs): they are kept on the sys module
+_KEEP = sys.__dict__.setdefault("_memsched_numpy_handlers", [])
+_RESTORE = []
+
+def _install_handler():
+    c = ctypes
+    libc = c.CDLL(None)
+    libc.malloc.restype = c.c_void_p
+    libc.malloc.argtypes = [c.c_size_t]
+    libc.calloc.restype = c.c_void_p
+    libc.calloc.argtypes = [c.c_size_t, c.c_size_t]
+    libc.realloc.restype = c.c_void_p
+    libc.realloc.argtypes = [c.c_void_p, c.c_size_t]
+    libc.free.restype = None
+    libc.free.argtypes = [c.c_void_p]
+
+    def grow(n):
+        cur = _H[0] + n
+        _H[0] = cur
+        if cur > _H[1]:
+            _H[1] = cur
+        if cur > _H[2]:
+            _H[2] = cur
+
+    def h_malloc(ctx, n):
+        p = libc.malloc(n)
+        if p:
+            _LIVE[p] = n
+            grow(n)
+        return p
+
+    def h_calloc(ctx, k, n):
+        p = libc.calloc(k, n)
+        if p:
+            _LIVE[p] = k * n
+            grow(k * n)
+        return p
+
+    def h_realloc(ctx, p, n):
+        old = _LIVE.pop(p, 0) if p else 0
+        q = libc.realloc(p, n)
+        if q:
+            _LIVE[q] = n
+            _H[0] -= old
+            grow(n)
+        elif p:
+            _LIVE[p] = old
+        return q
+
+    def h_free(ctx, p, n):
+        if p:
+            _H[0] -= _LIVE.pop(p, 0)
+            libc.free(p)
+
+    M = c.CFUNCTYPE(c.c_void_p, c.c_void_p, c.c_size_t)
+    C = c.CFUNCTYPE(c.c_void_p, c.c_void_p, c.c_size_t, c.c_size_t)
+    R = c.CFUNCTYPE(c.c_void_p, c.c_void_p, c.c_void_p, c.c_size_t)
+    F = c.CFUNCTYPE(None, c.c_void_p, c.c_void_p, c.c_size_t)
+
+    class Alloc(c.Structure):
+        _fields_ = [("ctx", c.c_void_p), ("malloc", M), ("calloc", C), ("realloc", R), ("free", F)]
+
+    class Handler(c.Structure):
+        _fields_ = [("name", c.c_char * 127), ("version", c.c_uint8), ("allocator", Alloc)]
+
+    fns = (M(h_malloc), C(h_calloc), R(h_realloc), F(h_free))
+    h = Handler(b"memsched_counting_handler", 1, Alloc(None, *fns))
+    name = b"mem_handler"
+    api = c.pythonapi
+    api.PyCapsule_New.restype = c.py_object
+    api.PyCapsule_New.argtypes = [c.c_void_p, c.c_char_p, c.c_void_p]
+    api.PyCapsule_GetName.restype = c.c_char_p
+    api.PyCapsule_GetName.argtypes = [c.py_object]
+    api.PyCapsule_GetPointer.restype = c.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [c.py_object, c.c_char_p]
+    try:
+        from numpy._core import _multiarray_umath as mu
+    except ImportError:  # numpy < 2
+        from numpy.core import _multiarray_umath as mu
+    table_cap = mu._ARRAY_API
+    table = api.PyCapsule_GetPointer(table_cap, api.PyCapsule_GetName(table_cap))
+    set_handler = c.PYFUNCTYPE(c.py_object, c.py_object)(c.c_void_p.from_address(table + 304 * c.sizeof(c.c_void_p)).value)
+    cap = api.PyCapsule_New(c.addressof(h), name, None)
+    old = set_handler(cap)
+    _KEEP.append((libc, fns, h, name, cap, old, set_handler))
+    _RESTORE.append(lambda: set_handler(old))
+    if mu.get_handler_name() != "memsched_counting_handler":
+        raise RuntimeError("numpy did not accept the counting allocation handler")
+
 def _start():
+    _install_handler()
     tracemalloc.start()
 
 try:
@@ -130,19 +235,31 @@ def _write_input(a, salt):
 def _raw(a):
     return memoryview(a)
 
+def _ptr(a):
+    return a.__array_interface__["data"][0]
+
 def _kernel_guarded(outs, ins, ws, salt):
     before = tracemalloc.get_traced_memory()[0]
     tracemalloc.reset_peak()
+    _H[2] = _H[0]
+    h_before = _H[0]
     _kernel(outs, ins, ws, salt)
     grow = tracemalloc.get_traced_memory()[1] - before
     if grow > _TRANSIENT[0]:
         _TRANSIENT[0] = grow
+    if _H[2] - h_before > _TEMP[0]:
+        _TEMP[0] = _H[2] - h_before
 
 def _finish():
     _mark()
     tracemalloc.stop()
-    return {"realized_peak": _PEAK[0], "kernel_transient_max": _TRANSIENT[0],
-            "measure": "tracemalloc numpy domain %d, sampled after every allocation" % _DOMAIN}
+    while _RESTORE:
+        _RESTORE.pop()()  # numpy's previous handler again (arrays remember their own handler)
+    return {"realized_peak": _H[1], "realized_peak_without_temporaries": _PEAK[0],
+            "kernel_temporary_max": _TEMP[0], "kernel_transient_max": _TRANSIENT[0],
+            "measure": "numpy allocation handler (NEP 49): running max of numpy data bytes, kernel temporaries "
+                       "included; without temporaries: tracemalloc numpy domain %d sampled after every "
+                       "allocation step" % _DOMAIN}
 '''
 
 _TORCH = r'''
@@ -159,9 +276,12 @@ def _start():
     for salt in INPUT_SALTS:  # patterns are set up before measuring (host bytes, or a 256-byte device copy)
         _PATTERNS[salt] = torch.frombuffer(bytearray(_pattern(salt)), dtype=torch.uint8).to(_DEV)
     if _DEV.type == "cuda":
+        # each program runs in a fresh process (runner.run_programs isolates CUDA runs); the
+        # baseline is what is allocated before the first event (the 256-byte patterns)
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-        _PROF[1] = torch.cuda.memory_allocated()
+        s = torch.cuda.memory_stats()
+        _PROF[1] = [int(s.get(k + ".all.current", 0)) for k in ("requested_bytes", "allocated_bytes", "reserved_bytes")]
     else:
         # the profiler core (what torch.profiler.profile(profile_memory=True) drives), without
         # the Python wrapper's post-processing: only allocation events are read back
@@ -196,6 +316,9 @@ def _write_input(a, salt):
 def _raw(a):
     return memoryview(a.cpu().numpy() if a.device.type != "cpu" else a.numpy())
 
+def _ptr(a):
+    return a.data_ptr()
+
 _kernel_guarded = None
 
 def _walk(node, out):
@@ -208,8 +331,14 @@ def _walk(node, out):
 def _finish():
     if _DEV.type == "cuda":
         torch.cuda.synchronize()
-        peak = torch.cuda.max_memory_allocated() - _PROF[1]
-        return {"realized_peak": int(peak), "measure": "torch.cuda.max_memory_allocated"}
+        s = torch.cuda.memory_stats()
+        if "requested_bytes.all.peak" not in s:
+            raise RuntimeError("torch.cuda.memory_stats() has no requested_bytes.all.peak (torch too old)")
+        req, alloc, resv = (int(s[k + ".all.peak"]) - b for k, b in
+                            zip(("requested_bytes", "allocated_bytes", "reserved_bytes"), _PROF[1]))
+        return {"realized_peak": req, "allocated_peak": alloc, "reserved_peak": resv,
+                "measure": "torch.cuda.memory_stats: requested_bytes.all.peak (exact requested bytes; "
+                           "allocated_bytes/reserved_bytes peaks beside it), relative to before the first event"}
     result = _disable_profiler()
     allocs = []
     for root in result.experimental_event_tree():
@@ -325,8 +454,13 @@ def emit_program(graph: Graph, schedule: Schedule, *, backend: str = "numpy", de
         o = offsets[key]
         return f"A[{o}:{o + n}]"
 
+    def place(v, key, n):
+        if offsets is not None and n:
+            body(f"    _at(A, {v}, {offsets[key]})")
+
     for j in graph.input_idx:
         body(f"    {var(j)} = {alloc(('input', j, -1), size[j])}  # input {graph.tensors[j].name!r}")
+        place(var(j), ('input', j, -1), size[j])
         body(f"    _write_input({var(j)}, {_salt(graph.tensors[j].name)})")
     body("    _mark()")
     kern = "_kernel_guarded" if (backend == "numpy" and guard) else "_kernel"
@@ -336,9 +470,11 @@ def emit_program(graph: Graph, schedule: Schedule, *, backend: str = "numpy", de
             body(f"    # event {k}: compute {op.name!r}")
             for j in graph.op_out[x]:
                 body(f"    {var(j)} = {alloc(('output', j, k), size[j])}")
+                place(var(j), ('output', j, k), size[j])
             ws = graph.workspace[x]
             if ws:
                 body(f"    W = {alloc(('workspace', x, k), ws)}")
+                place("W", ('workspace', x, k), ws)
             body("    _mark()")
             outs = "".join(var(j) + ", " for j in graph.op_out[x])
             ins = "".join(var(j) + ", " for j in graph.op_in[x])
@@ -357,6 +493,7 @@ def emit_program(graph: Graph, schedule: Schedule, *, backend: str = "numpy", de
     body("    res = _finish()")
     body("    res['wall_s'] = _wall")
     if arena is not None:
+        body("    res['arena_offsets_ok'] = _OFFSETS_OK[0]")
         body("    del A")
     body("    return res")
     lines.append(_MAIN_TAIL)

@@ -16,7 +16,7 @@ from .arena import plan_arena
 from .emit import BACKENDS, DEVICES, emit_program
 
 __all__ = ["ExecError", "ExecutionFailed", "run_schedule", "run_program", "run_programs", "run_schedules", "run_batch", "scaled_graph", "check_backend",
-           "DEFAULT_MAX_BYTES"]
+           "DEFAULT_MAX_BYTES", "mismatch"]
 
 DEFAULT_MAX_BYTES = 1 << 30  # refuse to run schedules whose modeled peak exceeds 1 GiB unless told otherwise
 
@@ -94,11 +94,20 @@ print("MEMSCHED-RESULTS " + json.dumps(out))
 """
 
 
-def run_programs(sources: list[str], *, timeout: float = 600.0) -> list[dict]:
+def run_programs(sources: list[str], *, timeout: float = 600.0, isolate: bool = False, jobs: int = 1) -> list[dict]:
     """Run several emitted programs one after another in ONE subprocess (one interpreter
-    start, one torch import); each program measures only itself."""
+    start, one torch import); each program measures only itself. With ``isolate`` every
+    program runs in its own fresh process (required on CUDA, where the caching allocator
+    keeps freed blocks of one program for the next), ``jobs`` of them at a time."""
     if not sources:
         return []
+    if isolate:
+        if jobs <= 1 or len(sources) == 1:
+            return [run_program(src, timeout=timeout) for src in sources]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            return list(pool.map(lambda src: run_program(src, timeout=timeout), sources))
     with tempfile.TemporaryDirectory(prefix="memsched-run-") as d:
         paths = []
         for k, src in enumerate(sources):
@@ -151,10 +160,35 @@ def _combine(meta: dict, res: dict) -> dict:
     out.update({k: v for k, v in meta.items() if k not in out})
     out.update(output_hashes=res["output_hashes"], recompute_mismatch=res["recompute_mismatch"],
                measure=res.get("measure"))
-    if "kernel_transient_max" in res:
-        out["kernel_transient_max"] = res["kernel_transient_max"]
+    for k in ("realized_peak_without_temporaries", "kernel_temporary_max", "kernel_transient_max",
+              "allocated_peak", "reserved_peak", "allocation_events", "arena_offsets_ok"):
+        if k in res:
+            out[k] = res[k]
     out["difference"] = out["realized_peak"] - out["modeled_peak"]
     return out
+
+
+def mismatch(res: dict) -> str | None:
+    """None when a run realized its modeled peak (its planned arena size with ``arena``) exactly (numpy, torch CPU or CUDA: every
+    path measures requested bytes) with consistent recomputations; otherwise one line saying
+    what differs. A kernel temporary the model does not know about is named as such."""
+    where = f"graph {res.get('graph')!r} on {res.get('backend')}:{res.get('device')}"
+    problems = []
+    # an arena program allocates exactly its planned block (>= the schedule's peak)
+    expected, what = ((res["arena_size"], "the planned arena") if res.get("arena") and "arena_size" in res
+                      else (res["modeled_peak"], "modeled"))
+    if res["realized_peak"] != expected:
+        line = f"realized peak {res['realized_peak']} bytes != {what} {expected}"
+        wo = res.get("realized_peak_without_temporaries")
+        if wo is not None and wo != res["realized_peak"]:
+            line += (f"; kernel temporaries the model does not know about (up to {res.get('kernel_temporary_max')} "
+                     f"bytes in one kernel) raised it from {wo}")
+        problems.append(line)
+    if res.get("arena_offsets_ok") is False:
+        problems.append("arena tensors are not at their planned offsets")
+    if res.get("recompute_mismatch"):
+        problems.append("a recomputation produced different bytes: " + ", ".join(res["recompute_mismatch"]))
+    return f"{where}: " + "; ".join(problems) if problems else None
 
 
 def run_schedule(graph: Graph, schedule: Schedule, backend: str = "numpy", device: str = "cpu",
@@ -188,10 +222,14 @@ def run_schedules(graph: Graph, schedules: list[Schedule], backend: str = "numpy
 
 def run_batch(jobs: list[tuple[Graph, Schedule]], backend: str = "numpy", device: str = "cpu",
               arena: bool = False, *, scale: int = 1, max_bytes: int | None = DEFAULT_MAX_BYTES,
-              arena_method: str = "auto", arena_time_limit: float = 10.0, timeout: float = 600.0) -> list[dict]:
+              arena_method: str = "auto", arena_time_limit: float = 10.0, timeout: float = 600.0,
+              parallel: int = 1) -> list[dict]:
     """:func:`run_schedule` for many ``(graph, schedule)`` or ``(graph, schedule, scale)`` jobs
-    in a single subprocess (one interpreter start and one torch import for all)."""
+    in a single subprocess (one interpreter start and one torch import for all). On CUDA every
+    program runs in a fresh process instead (``parallel`` processes at a time): cached blocks
+    must not carry over from one program to the next."""
     prepared = [_prepare(job[0], job[1], backend, device, arena, job[2] if len(job) > 2 else scale, max_bytes,
                          arena_method, arena_time_limit) for job in jobs]
-    results = run_programs([src for src, _ in prepared], timeout=timeout)
+    results = run_programs([src for src, _ in prepared], timeout=timeout, isolate=(device == "cuda"),
+                           jobs=parallel)
     return [_combine(meta, res) for (_, meta), res in zip(prepared, results)]
