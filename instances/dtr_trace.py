@@ -153,8 +153,8 @@ def _int(v, what: str, where: str, *, nonneg: bool = True) -> int:
     return x
 
 
-def parse_trace_lines(lines, path: str = "<trace>", start: bool | None = True) -> DTRTrace:
-    """Parse the lines of a DTR log (see the module docstring)."""
+def _read_records(lines, path: str) -> list[tuple[int, dict]]:
+    """(line number, record) for every non-blank line; each checked for its required fields."""
     recs: list[tuple[int, dict]] = []
     for ln, raw in enumerate(lines, 1):
         s = raw.strip()
@@ -174,158 +174,198 @@ def parse_trace_lines(lines, path: str = "<trace>", start: bool | None = True) -
             if k not in j:
                 raise TraceError(f"{where}: {instr} record misses field {k!r}")
         recs.append((ln, j))
-    has_start_record = any(j["INSTRUCTION"] == "ANNOTATE" and j["ANNOTATION"] == "START" for _, j in recs)
+    return recs
+
+
+def _is_start(j: dict) -> bool:
+    return j["INSTRUCTION"] == "ANNOTATE" and j["ANNOTATION"] == "START"
+
+
+class _TraceBuilder:
+    """Builds a :class:`DTRTrace` from the records after START, one method per INSTRUCTION."""
+
+    def __init__(self, recs: list[tuple[int, dict]], pos: int, path: str):
+        self.recs, self.pos, self.path = recs, pos, path
+        self.ops: list[TraceOp] = []
+        self.t_names: list[str] = []
+        self.t_op: list[int] = []
+        self.t_idx: list[int] = []
+        self.t_ref: list[int] = []
+        self.t_ssize: list[int] = []  # storage size of each tensor
+        self.schedule: list[tuple[int, int]] = []
+        self.names: dict[str, int] = {}
+        self.taken: set[str] = set()
+        self.in_bwd = False
+
+    # ---------------------------------------------------------- helpers
+    def new_op(self, base, args, cost, sizes, aliases, res_names, ln, where) -> list[int]:
+        k = len(self.ops)
+        res = []
+        for i, rn in enumerate(res_names):
+            if rn in self.taken:
+                raise TraceError(f"{where}: tensor name {rn!r} defined twice")
+            self.taken.add(rn)
+            tid = len(self.t_names)
+            self.t_names.append(rn)
+            self.t_op.append(k)
+            self.t_idx.append(i)
+            self.t_ref.append(1)
+            self.t_ssize.append(sizes[i] if aliases[i] == -1 else self.t_ssize[args[aliases[i]]])
+            res.append(tid)
+        self.ops.append(TraceOp(f"{base}/{k}", cost, tuple(sizes), tuple(aliases), tuple(args), tuple(res),
+                                self.in_bwd, ln))
+        self.schedule.append((COMPUTE, k))
+        return res
+
+    def lookup(self, name, where) -> int:
+        if not isinstance(name, str):
+            raise TraceError(f"{where}: tensor name must be a string, got {name!r}")
+        if name not in self.names:
+            raise TraceError(f"{where}: tensor {name!r} is used before it is defined")
+        return self.names[name]
+
+    @staticmethod
+    def str_list(v, what, where) -> list[str]:
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise TraceError(f"{where}: {what} must be a list of names, got {v!r}")
+        return v
+
+    @staticmethod
+    def string(v, what, where) -> str:
+        if not isinstance(v, str):
+            raise TraceError(f"{where}: {what} must be a string, got {v!r}")
+        return v
+
+    def next_record(self, kind: str, name: str, where_missing: str, owner: str, ln: int) -> tuple[int, dict]:
+        """The record after the current one, which must be ``kind`` for ``name``."""
+        if self.pos >= len(self.recs):
+            raise TraceError(where_missing)
+        rln, r = self.recs[self.pos]
+        self.pos += 1
+        if r["INSTRUCTION"] != kind or r["NAME"] != name:
+            raise TraceError(f"{self.path}:{rln}: expected the {kind} record of {owner} (line {ln})")
+        return rln, r
+
+    # ------------------------------------------------------ instructions
+    def constant(self, ln, j, where):
+        name = j["NAME"]
+        if self.pos >= len(self.recs) or self.recs[self.pos][1]["INSTRUCTION"] != "MEMORY" \
+                or self.recs[self.pos][1]["NAME"] != name:
+            raise TraceError(f"{where}: CONSTANT {name!r} must be followed by its MEMORY record")
+        mln, m = self.recs[self.pos]
+        self.pos += 1
+        size = _int(m["MEMORY"], "MEMORY", f"{self.path}:{mln}")
+        self.string(name, "NAME", where)
+        (v,) = self.new_op(CONST_NAME, (), 0, (size,), (-1,), (name,), ln, where)
+        self.schedule.append((PIN, v))
+        self.names[name] = v
+
+    def copy(self, ln, j, where):
+        dst = self.string(j["DST"], "DST", where)
+        if dst in self.names:
+            raise TraceError(f"{where}: COPY destination {dst!r} is already defined")
+        src = self.lookup(j["SRC"], where)
+        self.names[dst] = src
+        self.t_ref[src] += 1
+        self.schedule.append((GET, src))
+
+    def release(self, ln, j, where):
+        nm = j["NAME"]
+        if isinstance(nm, str) and nm in self.names:
+            t = self.names[nm]
+            self.t_ref[t] -= 1
+            self.schedule.append((RELEASE, t))
+
+    def call(self, ln, j, where, base, args, cost):
+        results = self.str_list(j["RESULT"], "RESULT", where)
+        sizes, aliases = [], []
+        for rn in results:
+            owner = f"result {rn!r} of CALL {base!r}"
+            mln, m = self.next_record("MEMORY", rn, f"{where}: CALL {base!r}: log ends before the MEMORY record of result {rn!r}", owner, ln)
+            aln, al = self.next_record("ALIAS", rn, f"{where}: CALL {base!r}: log ends before the ALIAS record of result {rn!r}", owner, ln)
+            a = _int(al["ALIAS"], "ALIAS", f"{self.path}:{aln}", nonneg=False)
+            if a < -1 or a >= len(args):
+                raise TraceError(f"{self.path}:{aln}: ALIAS {a} is not -1 or an index into the {len(args)} ARGS of line {ln}")
+            size = _int(m["MEMORY"], "MEMORY", f"{self.path}:{mln}")
+            aliases.append(a)
+            sizes.append(0 if a != -1 else size)
+        res = self.new_op(base, args, cost, sizes, aliases, results, ln, where)
+        for rn, tid in zip(results, res):
+            self.names[rn] = tid
+
+    def mutate(self, ln, j, where, base, args, cost, arg_names):
+        mut = j["MUTATE"]
+        if not isinstance(mut, list):
+            raise TraceError(f"{where}: MUTATE must be a list of argument indices, got {mut!r}")
+        mut = [_int(m, "MUTATE index", where) for m in mut]
+        for m in mut:
+            if m >= len(args):
+                raise TraceError(f"{where}: MUTATE index {m} is out of range for {len(args)} ARGS")
+        sizes = [self.t_ssize[args[m]] for m in mut]
+        res_names = [self.t_names[args[m]] + "$" for m in mut]
+        res = self.new_op(base, args, cost, sizes, [-1] * len(mut), res_names, ln, where)
+        for i, m in enumerate(mut):
+            old = self.names[arg_names[m]]
+            self.names[arg_names[m]] = res[i]
+            self.t_ref[old] -= 1
+            self.schedule.append((RELEASE, old))
+
+    def call_or_mutate(self, ln, j, where):
+        base = self.string(j["NAME"], "NAME", where)
+        self.in_bwd = self.in_bwd or "backward" in base
+        cost = _int(j["TIME"], "TIME", where)
+        arg_names = self.str_list(j["ARGS"], "ARGS", where)
+        args = tuple(self.lookup(a, where) for a in arg_names)
+        if j["INSTRUCTION"] == "CALL":
+            self.call(ln, j, where, base, args, cost)
+        else:
+            self.mutate(ln, j, where, base, args, cost, arg_names)
+
+    def annotate(self, ln, j, where):
+        if j["ANNOTATION"] == "BACKWARD":
+            self.in_bwd = True
+
+    def copy_from(self, ln, j, where):
+        dst = j["DST"]
+        old = self.lookup(dst, where)
+        src = self.lookup(j["SRC"], where)
+        self.names[dst] = src
+        self.t_ref[old] -= 1
+        self.t_ref[src] += 1
+        self.schedule.append((RELEASE, old))
+        self.schedule.append((GET, src))
+
+    def build(self, has_start: bool) -> DTRTrace:
+        handlers = {"CONSTANT": self.constant, "COPY": self.copy, "RELEASE": self.release, "CALL": self.call_or_mutate,
+                    "MUTATE": self.call_or_mutate, "ANNOTATE": self.annotate, "COPY_FROM": self.copy_from}
+        while self.pos < len(self.recs):
+            ln, j = self.recs[self.pos]
+            self.pos += 1
+            where = f"{self.path}:{ln}"
+            handler = handlers.get(j["INSTRUCTION"])
+            if handler is None:  # MEMORY / ALIAS out of place
+                raise TraceError(f"{where}: {j['INSTRUCTION']} record for {j.get('NAME')!r} does not follow a CONSTANT or CALL")
+            handler(ln, j, where)
+        for t in self.names.values():
+            if self.t_ref[t] > 0:
+                self.schedule.append((PIN, t))
+        return DTRTrace(path=self.path, ops=self.ops, tensor_names=self.t_names, tensor_op=self.t_op,
+                        tensor_index=self.t_idx, schedule=self.schedule, has_start=has_start)
+
+
+def parse_trace_lines(lines, path: str = "<trace>", start: bool | None = True) -> DTRTrace:
+    """Parse the lines of a DTR log (see the module docstring).
+
+    ``start``: True = replay from the ANNOTATE START record (required), False = from the
+    first record, None = from START if the log has one. Raises :class:`TraceError` naming
+    the file and line of the first bad record. O(records)."""
+    recs = _read_records(lines, path)
+    has_start_record = any(_is_start(j) for _, j in recs)
     if start is None:
         start = has_start_record
     pos = 0
     if start:
         if not has_start_record:
             raise TraceError(f"{path}: no ANNOTATE START record (has_start is true)")
-        while True:
-            _, j = recs[pos]
-            pos += 1
-            if j["INSTRUCTION"] == "ANNOTATE" and j["ANNOTATION"] == "START":
-                break
-
-    ops: list[TraceOp] = []
-    t_names: list[str] = []
-    t_op: list[int] = []
-    t_idx: list[int] = []
-    t_ref: list[int] = []
-    t_ssize: list[int] = []  # storage size of each tensor
-    schedule: list[tuple[int, int]] = []
-    names: dict[str, int] = {}
-    taken: set[str] = set()
-    in_bwd = False
-    n = len(recs)
-
-    def new_op(base, args, cost, sizes, aliases, res_names, ln, where):
-        k = len(ops)
-        res = []
-        for i, rn in enumerate(res_names):
-            if rn in taken:
-                raise TraceError(f"{where}: tensor name {rn!r} defined twice")
-            taken.add(rn)
-            tid = len(t_names)
-            t_names.append(rn)
-            t_op.append(k)
-            t_idx.append(i)
-            t_ref.append(1)
-            t_ssize.append(sizes[i] if aliases[i] == -1 else t_ssize[args[aliases[i]]])
-            res.append(tid)
-        ops.append(TraceOp(f"{base}/{k}", cost, tuple(sizes), tuple(aliases), tuple(args), tuple(res), in_bwd, ln))
-        schedule.append((COMPUTE, k))
-        return res
-
-    def lookup(name, where):
-        if not isinstance(name, str):
-            raise TraceError(f"{where}: tensor name must be a string, got {name!r}")
-        if name not in names:
-            raise TraceError(f"{where}: tensor {name!r} is used before it is defined")
-        return names[name]
-
-    def str_list(v, what, where):
-        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-            raise TraceError(f"{where}: {what} must be a list of names, got {v!r}")
-        return v
-
-    while pos < n:
-        ln, j = recs[pos]
-        pos += 1
-        where = f"{path}:{ln}"
-        instr = j["INSTRUCTION"]
-        if instr == "CONSTANT":
-            if pos >= n or recs[pos][1]["INSTRUCTION"] != "MEMORY" or recs[pos][1]["NAME"] != j["NAME"]:
-                raise TraceError(f"{where}: CONSTANT {j['NAME']!r} must be followed by its MEMORY record")
-            mln, m = recs[pos]
-            pos += 1
-            size = _int(m["MEMORY"], "MEMORY", f"{path}:{mln}")
-            name = j["NAME"]
-            if not isinstance(name, str):
-                raise TraceError(f"{where}: NAME must be a string, got {name!r}")
-            (v,) = new_op(CONST_NAME, (), 0, (size,), (-1,), (name,), ln, where)
-            schedule.append((PIN, v))
-            names[name] = v
-        elif instr == "COPY":
-            dst = j["DST"]
-            if not isinstance(dst, str):
-                raise TraceError(f"{where}: DST must be a string, got {dst!r}")
-            if dst in names:
-                raise TraceError(f"{where}: COPY destination {dst!r} is already defined")
-            src = lookup(j["SRC"], where)
-            names[dst] = src
-            t_ref[src] += 1
-            schedule.append((GET, src))
-        elif instr == "RELEASE":
-            nm = j["NAME"]
-            if isinstance(nm, str) and nm in names:
-                t = names[nm]
-                t_ref[t] -= 1
-                schedule.append((RELEASE, t))
-        elif instr in ("CALL", "MUTATE"):
-            base = j["NAME"]
-            if not isinstance(base, str):
-                raise TraceError(f"{where}: NAME must be a string, got {base!r}")
-            in_bwd = in_bwd or "backward" in base
-            cost = _int(j["TIME"], "TIME", where)
-            arg_names = str_list(j["ARGS"], "ARGS", where)
-            args = tuple(lookup(a, where) for a in arg_names)
-            if instr == "CALL":
-                results = str_list(j["RESULT"], "RESULT", where)
-                sizes, aliases = [], []
-                for rn in results:
-                    recs_needed = (("MEMORY", "MEMORY"), ("ALIAS", "ALIAS"))
-                    vals = []
-                    for kind, key in recs_needed:
-                        if pos >= n:
-                            raise TraceError(f"{where}: CALL {base!r}: log ends before the {kind} record of result {rn!r}")
-                        rln, r = recs[pos]
-                        pos += 1
-                        if r["INSTRUCTION"] != kind or r["NAME"] != rn:
-                            raise TraceError(f"{path}:{rln}: expected the {kind} record of result {rn!r} of CALL {base!r} (line {ln})")
-                        vals.append((rln, r[key]))
-                    (mln, mem), (aln, al) = vals
-                    a = _int(al, "ALIAS", f"{path}:{aln}", nonneg=False)
-                    if a < -1 or a >= len(args):
-                        raise TraceError(f"{path}:{aln}: ALIAS {a} is not -1 or an index into the {len(args)} ARGS of line {ln}")
-                    m = _int(mem, "MEMORY", f"{path}:{mln}")
-                    aliases.append(a)
-                    sizes.append(0 if a != -1 else m)
-                new_op(base, args, cost, sizes, aliases, results, ln, where)
-                for rn, tid in zip(results, range(len(t_names) - len(results), len(t_names))):
-                    names[rn] = tid
-            else:
-                mut = j["MUTATE"]
-                if not isinstance(mut, list):
-                    raise TraceError(f"{where}: MUTATE must be a list of argument indices, got {mut!r}")
-                mut = [_int(m, "MUTATE index", where) for m in mut]
-                for m in mut:
-                    if m >= len(args):
-                        raise TraceError(f"{where}: MUTATE index {m} is out of range for {len(args)} ARGS")
-                sizes = [t_ssize[args[m]] for m in mut]
-                res_names = [t_names[args[m]] + "$" for m in mut]
-                res = new_op(base, args, cost, sizes, [-1] * len(mut), res_names, ln, where)
-                for i, m in enumerate(mut):
-                    old = names[arg_names[m]]
-                    names[arg_names[m]] = res[i]
-                    t_ref[old] -= 1
-                    schedule.append((RELEASE, old))
-        elif instr == "ANNOTATE":
-            if j["ANNOTATION"] == "BACKWARD":
-                in_bwd = True
-        elif instr == "COPY_FROM":
-            dst = j["DST"]
-            old = lookup(dst, where)
-            src = lookup(j["SRC"], where)
-            names[dst] = src
-            t_ref[old] -= 1
-            t_ref[src] += 1
-            schedule.append((RELEASE, old))
-            schedule.append((GET, src))
-        else:  # MEMORY / ALIAS out of place
-            raise TraceError(f"{where}: {instr} record for {j.get('NAME')!r} does not follow a CONSTANT or CALL")
-    for name, t in names.items():
-        if t_ref[t] > 0:
-            schedule.append((PIN, t))
-    return DTRTrace(path=path, ops=ops, tensor_names=t_names, tensor_op=t_op, tensor_index=t_idx,
-                    schedule=schedule, has_start=bool(start))
+        pos = next(k for k, (_, j) in enumerate(recs) if _is_start(j)) + 1
+    return _TraceBuilder(recs, pos, path).build(bool(start))
