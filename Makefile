@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test venv clean
+.PHONY: demo test venv clean gpu-check
 
 $(BIN)/memsched: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -19,6 +19,10 @@ demo: venv
 
 test: venv
 	$(BIN)/python -m pytest -q -n 2
+
+# Every shipped model graph on a CUDA GPU (benchmarks/gpu_check.py); one line and exit 0 without a GPU.
+gpu-check: venv
+	$(BIN)/python benchmarks/gpu_check.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
