@@ -373,6 +373,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_run)
 
+    from memsched.cli import arena as arena_cli  # memsched arena: static memory planning (docs/arena.md)
+    arena_cli.add_parser(sub)
+
     s = sub.add_parser("bench", help="run a benchmark sweep from a TOML/YAML spec (JSON lines out)",
                        description="Run every instance x solver x budget of SPEC (docs/harness.md). One JSON line "
                                    "per run is appended and flushed as it ends; a run past its hard limit is "

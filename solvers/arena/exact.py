@@ -1,0 +1,438 @@
+"""The exact anytime arena planner.
+
+Search (one component at a time; see docs/arena.md for the proofs):
+
+* **Canonical solutions.** Some optimal placement is *left-justified* (every buffer sits
+  on a conflicting buffer's top, or at 0) and, listed by (offset, static rank), can be
+  built by placing each next buffer at its *minimum offset* ``minoff[b]`` (the highest
+  top of the placed buffers it conflicts with). The search branches only on which buffer
+  comes next, in non-decreasing offset order (ties by rank) — MiniMalloc's canonical
+  form (Moffitt, ASPLOS 2023).
+* **Dominance.** A buffer is not placed at an offset at or above ``min_height`` (the
+  lowest ``minoff + size`` of an unplaced buffer): that buffer could drop below it.
+  A placed buffer that conflicts with no unplaced buffer ("hatless") ends the branching
+  at its node once its subtree fails.
+* **Section inference.** In every section the unplaced buffers stack above
+  ``max(offset of the last placed buffer, lowest minoff among them)``; their total
+  must fit under the capacity.
+* **Components.** Time points no buffer crosses split the instance; each part is solved
+  alone and the arena is the largest part's.
+* **Anytime.** Greedy plans first (:mod:`.greedy`); then a feasibility search at the
+  lower bound (static orders in round robin with doubling node limits), then a branch
+  and bound that lowers the capacity under each placement it finds (its own capacity
+  minimization, not a bisection over yes/no); an exhausted search proves its bound.
+* **CP-SAT backstop** (``method="auto"`` after the search times out on a part, or
+  ``"cpsat"``): ``AddNoOverlap2D`` with a redundant ``AddCumulative``, hinted with the
+  best plan, bounded below by the proven bound.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .bounds import max_live
+from .buffers import Buffer, check_buffers, components, conflicts, sections_of
+from .check import check_placement
+from .greedy import best_greedy
+
+__all__ = ["ArenaResult", "solve_arena", "PREORDERS", "METHODS"]
+
+PREORDERS = ("WAT", "TAW", "TWA")
+METHODS = ("auto", "search", "cpsat", "greedy")
+
+
+@dataclass
+class ArenaResult:
+    """A placement and what is proven about it.
+
+    ``status``: "optimal" (arena proven minimal), "feasible" (a placement, within
+    ``capacity`` when one was given, not proven minimal), "infeasible" (proven: no
+    placement fits ``capacity``), "timeout" (no placement within ``capacity`` found and
+    none ruled out). ``lower_bound`` is proven for the whole instance."""
+
+    buffers: list[Buffer]
+    offsets: list[int] | None
+    arena_size: int | None
+    lower_bound: int
+    status: str
+    capacity: int | None
+    wall_s: float
+    method: str
+    max_live: int
+    greedy_size: int
+    nodes: int = 0
+    extra: dict = field(default_factory=dict)
+
+    def offset_map(self) -> dict[str, int]:
+        if self.offsets is None:
+            return {}
+        return {b.id: o for b, o in zip(self.buffers, self.offsets)}
+
+
+class _Abort(Exception):
+    """Node limit reached (the search under this order is incomplete)."""
+
+
+class _Timeout(Exception):
+    pass
+
+
+class _Part:
+    """One component prepared for the search: numpy arrays over its buffers."""
+
+    def __init__(self, bufs: list[Buffer]):
+        self.bufs = bufs
+        n = self.n = len(bufs)
+        self.size = np.array([b.size for b in bufs], dtype=np.int64)
+        sec = sections_of(bufs)
+        self.sec = sec
+        adj = conflicts(bufs)
+        self.ov = [np.array(a, dtype=np.int64) for a in adj]
+        flat, starts = [], []
+        for mem in sec.members:
+            starts.append(len(flat))
+            flat.extend(mem)
+        self.flat = np.array(flat, dtype=np.int64)
+        self.starts = np.array(starts, dtype=np.int64)
+        self.fsize = self.size[self.flat]
+        tot = [sum(bufs[i].size for i in mem) for mem in sec.members]
+        self.total = [max((tot[s] for s in range(sec.first[i], sec.last[i])), default=0) for i in range(n)]
+        self.lb = max(tot, default=0)
+
+    def rank(self, heuristic: str) -> np.ndarray:
+        """Static preorder: W width, A area, T largest section total, Z size; all descending."""
+        b = self.bufs
+
+        def key(i):
+            k = []
+            for c in heuristic:
+                w = b[i].upper - b[i].lower
+                k.append(-{"W": w, "A": w * b[i].size, "T": self.total[i], "Z": b[i].size}[c])
+            k.append(i)
+            return k
+
+        order = sorted(range(self.n), key=key)
+        r = np.empty(self.n, dtype=np.int64)
+        r[order] = np.arange(self.n)
+        return r
+
+
+class _Search:
+    """Depth-first canonical search on one part for placements with height <= ``cap``.
+    With ``improve``, every placement found lowers ``cap`` below it and the search goes
+    on (branch and bound); without, the first placement ends the search."""
+
+    BIG = np.int64(1) << 60
+
+    def __init__(self, part: _Part, cap: int, rank: np.ndarray, deadline: float, node_limit: int | None,
+                 improve: bool):
+        self.p = part
+        self.cap = cap
+        self.rank = rank
+        self.deadline = deadline
+        self.node_limit = node_limit
+        self.improve = improve
+        self.nodes = 0
+        self.off = np.full(part.n, -1, dtype=np.int64)
+        self.best: np.ndarray | None = None
+        self.best_height: int | None = None
+        # cross[k]: unplaced buffers crossing the boundary between sections k and k+1
+        sec = part.sec
+        cross = np.zeros(max(sec.count - 1, 0), dtype=np.int64)
+        for f, l in zip(sec.first, sec.last):
+            if l - 1 > f:
+                cross[f:l - 1] += 1
+        self.cross = cross
+        self.first_np = np.array(sec.first, dtype=np.int64)
+
+    def run(self) -> bool:
+        """True when a placement was found; raises _Abort/_Timeout when cut short."""
+        p = self.p
+        minoff = np.zeros(p.n, dtype=np.int64)
+        unpl = np.ones(p.n, dtype=bool)
+        low, tot = self._sections(minoff, unpl)
+        if self._need(low, tot, 0) > self.cap:
+            return self.best is not None
+        if self._dfs(minoff, unpl, low, tot, p.n, -1, -1):
+            self.best = self.off.copy()
+            self.best_height = int((self.off + p.size).max())
+        return self.best is not None
+
+    def _sub(self, minoff, unpl, last_off, last_rank) -> bool:
+        """Solve one independent group of unplaced buffers, continuing the canonical order."""
+        low, tot = self._sections(minoff, unpl)
+        if self._need(low, tot, last_off) > self.cap:
+            return False
+        return self._dfs(minoff, unpl, low, tot, int(unpl.sum()), last_off, last_rank)
+
+    def _sections(self, minoff, unpl):
+        """Per section: the lowest minoff of its unplaced buffers, and their total size."""
+        p = self.p
+        fu = unpl[p.flat]
+        low = np.minimum.reduceat(np.where(fu, minoff[p.flat], self.BIG), p.starts)
+        tot = np.add.reduceat(np.where(fu, p.fsize, 0), p.starts)
+        return low, tot
+
+    @staticmethod
+    def _need(low, tot, o) -> int:
+        """The least capacity the unplaced buffers need, section by section: they all sit at or
+        above max(o, their lowest minoff) and are pairwise disjoint within a section."""
+        return int(np.where(tot > 0, np.maximum(low, o) + tot, 0).max())
+
+    def _dfs(self, minoff, unpl, low, tot, left, last_off, last_rank) -> bool:
+        self.nodes += 1
+        if self.node_limit is not None and self.nodes > self.node_limit:
+            raise _Abort
+        if (self.nodes & 255) == 0 and time.perf_counter() > self.deadline:
+            raise _Timeout
+        p = self.p
+        if left == 0:
+            if not self.improve:
+                return True
+            h = int((self.off + p.size).max())
+            self.best, self.best_height = self.off.copy(), h
+            self.cap = h - 1
+            return False
+        U = np.flatnonzero(unpl)
+        mo = minoff[U]
+        mh = (mo + p.size[U]).min()
+        rk = self.rank[U]
+        ok = (mo < mh) & ((mo > last_off) | ((mo == last_off) & (rk > last_rank)))
+        cand = U[ok]
+        if cand.size == 0:
+            return False
+        cand = cand[np.argsort(minoff[cand] * p.n + self.rank[cand], kind="stable")]
+        size = p.size
+        first, last = p.sec.first, p.sec.last
+        # need(o) = max(A, o + T) before a child's own effects (see _need)
+        has = tot > 0
+        A = int((low + tot)[has].max())
+        T = int(tot.max())
+        for b in cand.tolist():
+            o = int(minoff[b])
+            sb = int(size[b])
+            top = o + sb
+            cap = self.cap
+            if top > cap:
+                continue
+            s0, s1 = first[b], last[b]
+            # cheap necessary test: in b's sections the rest stacks on b's top
+            if top + int(tot[s0:s1].max()) - sb > cap:
+                continue
+            if A > cap or o + T > cap:
+                break  # o only grows along the candidate list
+            ovb = p.ov[b]
+            ovu = ovb[unpl[ovb]] if ovb.size else ovb
+            nm = minoff
+            if ovu.size:
+                nm = minoff.copy()
+                nm[ovu] = np.maximum(nm[ovu], top)
+            nu = unpl.copy()
+            nu[b] = False
+            nlow, ntot = self._sections(nm, nu)
+            if self._need(nlow, ntot, o) <= cap:
+                self.off[b] = o
+                cross = self.cross
+                if s1 - 1 > s0:
+                    cross[s0:s1 - 1] -= 1
+                groups = None
+                if not self.improve and s1 - 1 > s0 and left > 2:
+                    z = s0 + np.flatnonzero(cross[s0:s1 - 1] == 0)
+                    if z.size:
+                        rest = np.flatnonzero(nu)
+                        gid = np.searchsorted(z, self.first_np[rest], side="left")
+                        if gid.min() != gid.max():
+                            groups = [rest[gid == g] for g in np.unique(gid)]
+                if groups is None:
+                    ok = self._dfs(nm, nu, nlow, ntot, left - 1, o, int(self.rank[b]))
+                else:
+                    # independent parts: each must succeed, none needs another's alternatives
+                    ok = True
+                    for g in groups:
+                        gm = np.zeros(p.n, dtype=bool)
+                        gm[g] = True
+                        if not self._sub(nm, gm, o, int(self.rank[b])):
+                            ok = False
+                            self.off[nu] = -1
+                            break
+                if s1 - 1 > s0:
+                    cross[s0:s1 - 1] += 1
+                if ok:
+                    return True
+                self.off[b] = -1
+            if ovu.size == 0:
+                break  # hatless: no sibling can succeed where this one failed
+        return False
+
+
+def _cpsat(part: _Part, lb: int, ub: int, hint, deadline: float, seed: int = 0):
+    """CP-SAT on one part: least height in [lb, ub]. Returns (offsets|None, height|None, proven, bound)."""
+    from ortools.sat.python import cp_model
+
+    left = deadline - time.perf_counter()
+    if left <= 0.05:
+        return None, None, False, lb
+    bufs = part.bufs
+    m = cp_model.CpModel()
+    h = m.NewIntVar(lb, ub, "arena")
+    xs, ys, offs = [], [], []
+    for i, b in enumerate(bufs):
+        o = m.NewIntVar(0, max(ub - b.size, 0), f"o{i}")
+        offs.append(o)
+        ys.append(m.NewIntervalVar(o, b.size, o + b.size, f"y{i}"))
+        xs.append(m.NewFixedSizeIntervalVar(b.lower, b.upper - b.lower, f"x{i}"))
+        m.Add(o + b.size <= h)
+        if hint is not None:
+            m.AddHint(o, int(hint[i]))
+    m.AddNoOverlap2D(xs, ys)
+    m.AddCumulative(xs, [b.size for b in bufs], h)  # redundant: the max-live bound inside the model
+    m.Minimize(h)
+    s = cp_model.CpSolver()
+    s.parameters.max_time_in_seconds = float(left)
+    s.parameters.num_workers = 1
+    s.parameters.random_seed = int(seed)
+    st = s.Solve(m)
+    bound = max(lb, int(s.BestObjectiveBound())) if st in (cp_model.OPTIMAL, cp_model.FEASIBLE) else lb
+    if st == cp_model.INFEASIBLE:
+        return None, None, True, ub + 1
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None, None, False, lb
+    return [int(s.Value(o)) for o in offs], int(s.Value(h)), st == cp_model.OPTIMAL, bound
+
+
+def _solve_part(part: _Part, capacity: int | None, minimize: bool, method: str, deadline: float, stats: dict):
+    """Returns (offsets|None, height|None, proven lower bound on this part's arena)."""
+    lb = part.lb
+    name, off, top = best_greedy(part.bufs, stop_at=lb)
+    best_off, best_h = list(off), top
+    stats["greedy"] = max(stats.get("greedy", 0), top)
+    hard_cap = capacity if capacity is not None else None
+    if best_h <= lb:
+        return best_off, best_h, lb
+    if hard_cap is not None and lb > hard_cap:
+        return None, None, lb
+    if method == "greedy":
+        return best_off, best_h, lb
+    # the target height: a placement at or below it answers the question asked
+    if method in ("auto", "search"):
+        # 1. feasibility at the lower bound (or at the capacity when no minimization is asked),
+        #    static preorders in round robin with doubling node limits
+        goal = lb if (minimize or hard_cap is None) else hard_cap
+        if best_h <= goal:
+            if not minimize:
+                return best_off, best_h, lb
+            goal = lb
+        limit = max(2 * part.n, 64)
+        done = False
+        try:
+            while not done:
+                for h in PREORDERS:
+                    s = _Search(part, goal, part.rank(h), deadline, limit, improve=False)
+                    try:
+                        found = s.run()
+                    except _Abort:
+                        stats["nodes"] = stats.get("nodes", 0) + s.nodes
+                        continue
+                    stats["nodes"] = stats.get("nodes", 0) + s.nodes
+                    if found and s.best_height < best_h:
+                        best_off, best_h = s.best.tolist(), s.best_height
+                    if not found:
+                        lb = max(lb, goal + 1)  # exhausted: nothing fits goal
+                    done = True
+                    break
+                limit *= 2
+        except _Timeout:
+            stats["nodes"] = stats.get("nodes", 0) + s.nodes
+            stats["timeout"] = True
+        if best_h <= lb or (not minimize and hard_cap is not None and best_h <= hard_cap):
+            return best_off, best_h, lb
+        if hard_cap is not None and lb > hard_cap:
+            return None, None, lb
+        # 2. branch and bound from just below the best height
+        if not stats.get("timeout"):
+            cap = best_h - 1 if hard_cap is None else min(best_h - 1, hard_cap)
+            s = _Search(part, cap, part.rank(PREORDERS[0]), deadline, None, improve=True)
+            try:
+                s.run()
+                exhausted = True
+            except _Timeout:
+                exhausted = False
+                stats["timeout"] = True
+            stats["nodes"] = stats.get("nodes", 0) + s.nodes
+            if s.best is not None and s.best_height < best_h:
+                best_off, best_h = s.best.tolist(), s.best_height
+            if exhausted:
+                lb = max(lb, s.cap + 1)  # nothing at or below the final cap exists
+            if best_h <= lb:
+                return best_off, best_h, lb
+    if method in ("auto", "cpsat") and time.perf_counter() < deadline:
+        ub = best_h if hard_cap is None else min(best_h, hard_cap)
+        hint = best_off if best_h <= ub else None
+        o2, h2, proven, bnd = _cpsat(part, lb, ub, hint, deadline)
+        stats["cpsat"] = True
+        if o2 is not None and h2 < best_h:
+            best_off, best_h = o2, h2
+        lb = max(lb, bnd)
+        if proven and o2 is not None:
+            lb = max(lb, h2)
+    if hard_cap is not None and best_h > hard_cap:
+        return None, None, lb
+    return best_off, best_h, lb
+
+
+def solve_arena(buffers, *, capacity: int | None = None, minimize: bool | None = None, method: str = "auto",
+                time_limit: float = 60.0) -> ArenaResult:
+    """Place ``buffers``. With no ``capacity``: minimize the arena. With one: find a placement
+    within it (``minimize=True``: the least such arena). The result is re-checked by
+    :func:`memsched.solvers.arena.check.check_placement` before it is returned."""
+    from memsched.formulations import MemschedError
+
+    t0 = time.perf_counter()
+    bufs = check_buffers(buffers)
+    if method not in METHODS:
+        raise MemschedError(f"arena method must be one of {', '.join(METHODS)}, got {method!r}")
+    if capacity is not None and (not isinstance(capacity, int) or capacity < 0):
+        raise MemschedError(f"capacity must be a non-negative integer, got {capacity!r}")
+    if minimize is None:
+        minimize = capacity is None
+    deadline = t0 + float(time_limit)
+    ml = max_live(bufs)
+    offsets = [0] * len(bufs)
+    lb = ml
+    arena = 0
+    greedy = 0
+    stats: dict = {"parts": 0}
+    ok = True
+    live = [i for i, b in enumerate(bufs) if b.size > 0]
+    sub = [bufs[i] for i in live]
+    for comp in components(sub):
+        part = _Part([sub[i] for i in comp])
+        stats["parts"] += 1
+        st: dict = {}
+        off, h, plb = _solve_part(part, capacity, minimize, method, deadline, st)
+        stats["nodes"] = stats.get("nodes", 0) + st.get("nodes", 0)
+        stats["timeout"] = stats.get("timeout", False) or st.get("timeout", False)
+        stats["cpsat"] = stats.get("cpsat", False) or st.get("cpsat", False)
+        greedy = max(greedy, st.get("greedy", 0))
+        lb = max(lb, plb)
+        if off is None:
+            ok = False
+            continue
+        for k, i in enumerate(comp):
+            offsets[live[i]] = int(off[k])
+        arena = max(arena, h)
+    wall = time.perf_counter() - t0
+    if not ok:
+        infeasible = capacity is not None and lb > capacity
+        return ArenaResult(bufs, None, None, lb, "infeasible" if infeasible else "timeout", capacity, wall, method,
+                           ml, greedy, stats.get("nodes", 0), stats)
+    size = check_placement(bufs, offsets, capacity)
+    if size != arena:
+        raise AssertionError(f"arena planner bug: checker size {size} != planner size {arena}")
+    if lb > size:
+        raise AssertionError(f"arena planner bug: lower bound {lb} above placement {size}")
+    status = "optimal" if size == lb else "feasible"
+    return ArenaResult(bufs, offsets, size, lb, status, capacity, time.perf_counter() - t0, method, ml, greedy,
+                       stats.get("nodes", 0), stats)
