@@ -57,33 +57,58 @@ def _given_peak(rep: CrosscheckReport):
     return r.peak if r else None
 
 
-def plot_timelines(rep: CrosscheckReport, path: str) -> None:
-    """Memory timelines (memory during each compute event) of every method on one figure,
-    with the budget and the best lower bound on the peak drawn as lines."""
+def timelines_figure(rep: CrosscheckReport):
+    """The figure of :func:`plot_timelines` (returned open, for tests to inspect).
+
+    Two panels side by side (small multiples): orderings (no recomputation), with the
+    proven lower bound on the peak of an order; and remat schedules, with the budget.
+    The order lower bound is not drawn on the remat panel (recomputation may go below it).
+    Each method has its own colour; the legends sit outside the data, below each panel."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(10, 5.5))
-    for r in rep.rows:
-        if r.schedule is None or r.peak is None:
-            continue
-        ev = evaluate(rep.graph, r.schedule)
-        ys = [m for (kind, _), m in zip(r.schedule.events, ev.timeline) if kind == 0]
-        xs = [k / max(1, len(ys) - 1) for k in range(len(ys))]
-        ax.step(xs, ys, where="post", label=f"{r.method} (peak {r.peak})", lw=1.2)
-    if rep.budget is not None:
-        ax.axhline(rep.budget, color="red", ls="--", lw=1, label=f"budget {rep.budget}")
-    if rep.order_lower_bound is not None:
-        ax.axhline(rep.order_lower_bound, color="black", ls=":", lw=1, label=f"lower bound {rep.order_lower_bound}")
-    ax.set_xlabel("progress through the schedule (compute events, normalized)")
-    ax.set_ylabel("memory while an operator runs (bytes)")
-    ax.set_title(f"memsched crosscheck: {rep.graph.name}")
-    ax.legend(fontsize=7, ncol=2)
+    from memsched.cli.fmt import byte_unit, distinct_colors
+
+    drawn = [r for r in rep.rows if r.schedule is not None and r.peak is not None]
+    top = max([r.peak for r in drawn] + [rep.budget or 0, rep.order_lower_bound or 0, 1])
+    div, unit = byte_unit(top)
+    colors = dict(zip([r.method + "/" + r.problem for r in drawn], distinct_colors(len(drawn))))
+    panels = [("order", "orderings (no recomputation)"), ("remat", "rematerialization (recomputation allowed)")]
+    panels = [(k, t) for k, t in panels if any(r.problem == k for r in drawn)] or panels[:1]
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 5.2), sharey=True, squeeze=False)
+    for ax, (problem, title) in zip(axes[0], panels):
+        for r in drawn:
+            if r.problem != problem:
+                continue
+            ev = evaluate(rep.graph, r.schedule)
+            ys = [m / div for (kind, _), m in zip(r.schedule.events, ev.timeline) if kind == 0]
+            xs = [k / max(1, len(ys) - 1) for k in range(len(ys))]
+            ax.step(xs, ys, where="post", lw=1.3, color=colors[r.method + "/" + r.problem],
+                    label=f"{r.method}: peak {fmt_bytes(r.peak)}")
+        if problem == "order" and rep.order_lower_bound is not None:
+            ax.axhline(rep.order_lower_bound / div, color="black", ls=":", lw=1.2,
+                       label=f"lower bound on an order's peak: {fmt_bytes(int(rep.order_lower_bound))}")
+        if problem == "remat" and rep.budget is not None:
+            ax.axhline(rep.budget / div, color="red", ls="--", lw=1.2, label=f"budget: {fmt_bytes(rep.budget)}")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("progress through the schedule (compute events, normalized)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    axes[0][0].set_ylabel(f"memory while an operator runs ({unit})")
+    fig.suptitle(f"memsched crosscheck: {rep.graph.name} ({rep.graph.n_ops} operators), memory timelines",
+                 fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
+
+
+def plot_timelines(rep: CrosscheckReport, path: str) -> None:
+    """Memory timelines (memory during each compute event) of every method, one panel per
+    problem, with the budget and the best lower bound on an order's peak drawn as lines."""
+    from memsched.cli.paths import save_figure
+
+    save_figure(timelines_figure(rep), path, "--plot", dpi=120, bbox_inches="tight")
 
 
 def cli(args) -> int:
@@ -92,10 +117,16 @@ def cli(args) -> int:
 
     from memsched.instances import load_graph
 
+    from memsched.cli.fmt import solver_output_to_stderr
+    from memsched.cli.paths import check_plot
+
+    if args.plot:
+        check_plot(args.plot)
     g = load_graph(args.graph)
     quiet = args.json
-    rep = crosscheck(g, budget=args.budget, time_limit=args.time_limit,
-                     progress=None if quiet else (lambda s: print(f"  .. {s}", file=sys.stderr, flush=True)))
+    with solver_output_to_stderr():
+        rep = crosscheck(g, budget=args.budget, time_limit=args.time_limit,
+                         progress=None if quiet else (lambda s: print(f"  .. {s}", file=sys.stderr, flush=True)))
     if args.plot:
         plot_timelines(rep, args.plot)
     if args.json:

@@ -5,6 +5,7 @@ import json
 import math
 from pathlib import Path
 
+from memsched.cli.paths import check_output, check_plot
 from memsched.formulations import MemschedError
 
 __all__ = ["run"]
@@ -32,7 +33,10 @@ def _load(args):
     from memsched.instances.dtr_trace import parse_trace
 
     start = {"auto": None, "yes": True, "no": False}[getattr(args, "start", "auto")]
-    return parse_trace(args.trace, start=start)
+    tr = parse_trace(args.trace, start=start)
+    if not tr.ops:  # an empty (or blank) file would "replay" as ok with budget 0
+        raise MemschedError(f"{args.trace}: empty trace (no operator calls); nothing to replay")
+    return tr
 
 
 def run(args) -> int:
@@ -44,10 +48,34 @@ def run(args) -> int:
             "report": _report}[cmd](args)
 
 
+_BYTES = {"budget", "peak", "dtr_peak", "baseline_memory"}
+
+
+def _fmt_value(k, v) -> str:
+    """Bytes with their unit, floats rounded, dicts and lists as plain text (never Python reprs)."""
+    from memsched.cli.fmt import fmt_bytes
+
+    if v is None:
+        return "-"
+    if k in _BYTES and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return fmt_bytes(v)
+    if k == "wall_s" and isinstance(v, (int, float)):
+        return f"{v:.3f} s"
+    if isinstance(v, float):
+        if math.isinf(v):
+            return "inf"
+        return f"{v:.6g}"
+    if isinstance(v, dict):
+        return ", ".join(f"{a} {_fmt_value(a, b)}" for a, b in v.items())
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_fmt_value(k, x) for x in v)
+    return str(v)
+
+
 def _print_kv(d: dict, keys) -> None:
     for k in keys:
         if k in d:
-            print(f"{k:18s} {d[k]}")
+            print(f"{k:18s} {_fmt_value(k, d[k])}")
 
 
 def _replay(args) -> int:
@@ -69,7 +97,7 @@ def _replay(args) -> int:
         _print_kv(d, ["outcome", "heuristic", "ratio", "budget", "clock", "overhead", "peak", "evictions",
                       "eager_evictions", "recomputations", "baseline_memory", "baseline_compute", "wall_s"])
         if "failure" in d:
-            print(f"{'failure':18s} {d['failure']}")
+            print(f"{'failure':18s} {_fmt_value('failure', d['failure'])}")
     return 0
 
 
@@ -114,8 +142,17 @@ def _print_sweep(res) -> None:
         counts[p.outcome] = counts.get(p.outcome, 0) + 1
     reused = f" ({res.reused} replays reused from the results file)" if res.reused else ""
     print(f"trace {res.trace}  heuristic {res.heuristic}  {len(res.points)} ratios sampled in {res.wall_s:.1f} s{reused}")
+    print(f"baseline memory {_fmt_value('baseline_memory', res.baseline_memory)}")
     print(f"outcomes: {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}")
-    print(f"smallest feasible ratio: {res.min_feasible()}")
+    mf = res.min_feasible()
+    lo = res.params.get("lo")
+    if mf is None:
+        print("no feasible ratio sampled")
+    elif lo is not None and abs(mf - lo) < 1e-12:
+        print(f"smallest ratio sampled ({mf:g}, the sweep's --lo) is feasible: the smallest feasible ratio is "
+              f"at most {mf:g}; lower --lo to find it")
+    else:
+        print(f"smallest feasible ratio sampled: {mf:g}")
     if not res.holes:
         print("no feasibility holes found")
     for h in res.holes:
@@ -135,6 +172,10 @@ def _sweep(args) -> int:
         raise MemschedError(f"--jobs must be 1 or 2 (the machine is shared), got {args.jobs}")
     if args.resume and not args.results:
         raise MemschedError("--resume needs --results FILE.jsonl")
+    if args.results:
+        check_output(args.results, "--results")
+    if args.plot:
+        check_plot(args.plot)
     heuristics = [h.strip() for h in args.heuristic.split(",") if h.strip()]
     if not heuristics:
         raise MemschedError(f"--heuristic: no heuristic named in {args.heuristic!r}")
@@ -152,7 +193,7 @@ def _sweep(args) -> int:
         results = sweep_many(pairs, lo=args.lo, hi=args.hi, step=args.step, resolution=args.resolution,
                              repeats=args.repeats, run_timeout=args.run_timeout, overhead_limit=limit,
                              jobs=args.jobs, executor=executor, results=args.results, resume=args.resume,
-                             refine=args.refine, log=log)
+                             refine=args.refine, log=log, fsync=getattr(args, "fsync", False))
     except SweepInterrupted as e:
         if args.results:
             print(f"interrupted: {e.executed} replays of this run are kept in {args.results}"
@@ -227,8 +268,12 @@ def _to_graph(args) -> int:
 
     from memsched.solvers.dtr.graph import trace_to_graph
 
+    check_output(args.output, "-o")
     g = trace_to_graph(_load(args))
-    save_graph(g, args.output)
+    try:
+        save_graph(g, args.output)
+    except OSError as e:
+        raise MemschedError(f"-o {args.output}: cannot write: {e.strerror or e}") from None
     s = g.summary()
     print(f"wrote {args.output}: {s['operators']} operators, {s['tensors']} tensors, {s['pinned']} pinned inputs, "
           f"{s['required_outputs']} required outputs, total cost {s['total_cost']:.0f}")

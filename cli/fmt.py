@@ -43,3 +43,85 @@ def table(rows: list[list], headers: list[str]) -> str:
 
 def emit_json(obj) -> None:
     print(json.dumps(obj, indent=None if isinstance(obj, dict) and len(json.dumps(obj)) > 2000 else 1, default=str))
+
+
+class solver_output_to_stderr:
+    """While solvers run, everything they print goes to stderr, so that stdout holds only
+    the result (``--json`` stays parseable with ``--progress``): file descriptor 1 is
+    pointed at stderr, which catches Python prints and native ones (HiGHS, CP-SAT logs).
+    ``sys.stdout`` itself is left alone: Pyomo's tee of the HiGHS log deadlocks when
+    ``sys.stdout`` and ``sys.stderr`` are the same object. When stdout is not file
+    descriptor 1 (captured by a test), nothing is redirected."""
+
+    def __init__(self):
+        self.saved_fd = None
+
+    def __enter__(self):
+        import os
+        import sys
+
+        try:
+            real = sys.stdout.fileno() == 1
+        except (AttributeError, OSError, ValueError):
+            real = False
+        if real:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                self.saved_fd = os.dup(1)
+                os.dup2(2, 1)
+            except OSError:
+                self.saved_fd = None
+        return self
+
+    def __exit__(self, *exc):
+        import os
+        import sys
+
+        if self.saved_fd is not None:
+            for f in (sys.stdout, sys.stderr):
+                try:
+                    f.flush()
+                except (OSError, ValueError):
+                    pass
+            _flush_c_stdio()
+            os.dup2(self.saved_fd, 1)
+            os.close(self.saved_fd)
+            self.saved_fd = None
+        return False
+
+
+def _flush_c_stdio() -> None:
+    """fflush(NULL): push what native code buffered in C stdio to the fd it was meant for
+    (stderr, while redirected) before fd 1 is restored."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except Exception:
+        pass
+
+
+def byte_unit(max_bytes) -> tuple[float, str]:
+    """(divisor, unit) for an axis whose largest value is ``max_bytes``: B, KiB, MiB, GiB, TiB."""
+    x, div = float(max_bytes or 0), 1.0
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(x) < 1024 or unit == "TiB":
+            return div, unit
+        x /= 1024
+        div *= 1024
+    return div, "TiB"
+
+
+def distinct_colors(n: int) -> list:
+    """``n`` distinct colours (tab10 up to 10, tab20 up to 20, then a sampled hue circle)."""
+    import matplotlib
+
+    if n <= 10:
+        cmap = matplotlib.colormaps["tab10"]
+        return [cmap(i) for i in range(n)]
+    if n <= 20:
+        cmap = matplotlib.colormaps["tab20"]
+        return [cmap(i) for i in range(n)]
+    cmap = matplotlib.colormaps["hsv"]
+    return [cmap(i / n) for i in range(n)]

@@ -15,6 +15,10 @@ def cli_gadget(args) -> int:
 
     if (args.items is None) == (args.random is None):
         raise GadgetError("gadget: give exactly one of --items FILE or --random N")
+    if args.output:
+        from memsched.cli.paths import check_output
+
+        check_output(args.output, "-o")
     if args.kind == "knapsack":
         if args.items is not None:
             items, W = load_items(args.items, "knapsack")

@@ -13,11 +13,16 @@ __all__ = ["bench", "report"]
 def bench(args) -> int:
     from memsched.solvers.harness.sweep import run_sweep
 
+    from memsched.cli.paths import check_output
+
     if args.jobs is not None and args.jobs < 1:
         raise MemschedError(f"--jobs must be at least 1, got {args.jobs}")
+    if args.output:
+        check_output(args.output, "-o")
     s = run_sweep(args.spec, args.output, jobs=args.jobs, dask=args.dask, resume=args.resume,
-                  progress=not getattr(args, "quiet", False))
-    bad = {k: v for k, v in s.statuses.items() if k in ("error", "timeout")}
+                  progress=not getattr(args, "quiet", False), fsync=getattr(args, "fsync", False),
+                  memory_limit=getattr(args, "memory_limit", None))
+    bad = {k: v for k, v in s.statuses.items() if k in ("error", "timeout", "memory")}
     if getattr(args, "json", False):
         print(json.dumps(s.to_json()))
     else:
@@ -27,13 +32,17 @@ def bench(args) -> int:
               f"({s.jobs if s.executor == 'local' else 'cluster'} jobs): {st}")
         print(f"results: {s.output}")
         if bad:
-            print(f"note: {sum(bad.values())} run(s) ended in error/timeout; see their 'message' field", file=sys.stderr)
+            print(f"note: {sum(bad.values())} run(s) ended in error/timeout/memory; see their 'message' field",
+                  file=sys.stderr)
     return 0
 
 
 def report(args) -> int:
+    from memsched.cli.paths import check_output_dir
     from memsched.solvers.harness.report import build_report, load_results
 
+    if args.output_dir:
+        check_output_dir(args.output_dir, "-o")
     notes: list[str] = []
     rows = load_results(args.results, notes=notes)
     for n in notes:

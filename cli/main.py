@@ -12,7 +12,8 @@ import math
 import sys
 import time
 
-from memsched.cli.fmt import emit_json, fmt_bytes, fmt_num, table
+from memsched.cli.fmt import emit_json, fmt_bytes, fmt_num, solver_output_to_stderr, table
+from memsched.cli.paths import BUDGET_HELP, check_output, check_output_dir, check_plot, parse_budget
 from memsched.formulations import MemschedError, Schedule, evaluate
 
 EXIT_USER_ERROR = 2
@@ -31,14 +32,50 @@ class UsageError(MemschedError):
 
 
 
-def _ratio_or_bytes(text: str) -> float:
+def _ratio_or_bytes(text: str):
+    """--budget: the one budget rule (cli.paths.parse_budget); a ratio (float <= 1) or bytes (int >= 2)."""
+    try:
+        return parse_budget(text, option="").value()
+    except MemschedError as e:
+        raise argparse.ArgumentTypeError(str(e).lstrip(" ")) from None
+
+
+def _nonneg_float(text: str) -> float:
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a ratio (e.g. 0.8) or a byte count, got {text!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
     return v
+
+
+def _size(text: str) -> int:
+    """A byte count: an integer, or a number with a unit (512MiB, 2GiB, 1.5GB)."""
+    try:
+        b = parse_budget(text, option="")
+    except MemschedError as e:
+        raise argparse.ArgumentTypeError(str(e).lstrip(" ")) from None
+    if b.bytes is None:
+        raise argparse.ArgumentTypeError(f"expected bytes (e.g. 2GiB, 512MiB, 1000000), got {text!r}")
+    return b.bytes
+
+
+def _check_mip_solver(args) -> None:
+    """--mip-solver is checked before any work, with Pyomo's own warnings silenced
+    (they would print a traceback): one line, exit 2."""
+    if getattr(args, "method", None) != "milp":
+        return
+    import logging
+
+    from memsched.solvers.remat.milp import _check_solver
+
+    logging.disable(logging.CRITICAL)
+    try:
+        with solver_output_to_stderr():
+            _check_solver(args.mip_solver)
+    finally:
+        logging.disable(logging.NOTSET)
 
 
 def _positive_float(text: str) -> float:
@@ -105,8 +142,9 @@ def cmd_order(args) -> int:
     from memsched.solvers.ordering import dispatch as ordering
 
     g = _load(args.graph)
-    res = ordering.solve_order(g, method=args.method, exact=args.exact, time_limit=args.time_limit,
-                               workers=args.workers, seed=args.seed, progress=not args.json)
+    with solver_output_to_stderr():
+        res = ordering.solve_order(g, method=args.method, exact=args.exact, time_limit=args.time_limit,
+                                   workers=args.workers, seed=args.seed, progress=not args.json)
     if args.json:
         emit_json(res.to_json(g))
     else:
@@ -119,7 +157,8 @@ def cmd_bound(args) -> int:
     from memsched.solvers.ordering import bounds
 
     g = _load(args.graph)
-    rep = bounds.bound_report(g, shave_budget=args.shave)
+    with solver_output_to_stderr():
+        rep = bounds.bound_report(g, shave_budget=args.shave)
     if args.json:
         emit_json(rep)
     else:
@@ -132,10 +171,12 @@ def cmd_remat(args) -> int:
     from memsched.cli import remat as remat_out
     from memsched.solvers.remat import dispatch as remat
 
+    _check_mip_solver(args)
     g = _load(args.graph)
-    res = remat.solve_remat(g, budget=args.budget, method=args.method, cap=args.cap, time_limit=args.time_limit,
-                            mip_solver=args.mip_solver, objective=args.objective, eps=args.eps, seed=args.seed,
-                            progress=args.progress, workers=args.workers)
+    with solver_output_to_stderr():
+        res = remat.solve_remat(g, budget=args.budget, method=args.method, cap=args.cap, time_limit=args.time_limit,
+                                mip_solver=args.mip_solver, objective=args.objective, eps=args.eps, seed=args.seed,
+                                progress=args.progress, workers=args.workers)
     if args.json:
         emit_json(remat.result_json(g, res))
     else:
@@ -147,11 +188,17 @@ def cmd_pareto(args) -> int:
     from memsched.cli import remat as remat_out
     from memsched.solvers.remat import dispatch as remat
 
-    g = _load(args.graph)
-    rows = remat.pareto_sweep(g, budgets=args.budgets, method=args.method, cap=args.cap, time_limit=args.time_limit,
-                              progress=not args.json, mip_solver=args.mip_solver, workers=args.workers, seed=args.seed)
     if args.plot:
-        remat_out.plot_pareto(g, rows, args.plot)
+        check_plot(args.plot)
+    _check_mip_solver(args)
+    budgets = args.budgets if args.budgets is not None else [1.0, 0.9, 0.8, 0.7, 0.6, 0.5]
+    g = _load(args.graph)
+    with solver_output_to_stderr():
+        rows = remat.pareto_sweep(g, budgets=budgets, method=args.method, cap=args.cap, time_limit=args.time_limit,
+                                  progress=not args.json, mip_solver=args.mip_solver, workers=args.workers,
+                                  seed=args.seed)
+    if args.plot:
+        remat_out.plot_pareto(g, rows, args.plot, method=args.method)
     if args.json:
         emit_json({"graph": g.name, "points": rows})
     else:
@@ -179,11 +226,21 @@ def cmd_dtr(args) -> int:
 def cmd_emit(args) -> int:
     from memsched.cli import run as exec_cli
 
+    check_output(args.output, "-o")
+    if getattr(args, "schedule", None):  # validate a given schedule as run does (one line, exit 2)
+        from memsched.instances import load_schedule
+
+        g = _load(args.graph)
+        evaluate(g, load_schedule(g, args.schedule))
+
     return exec_cli.emit(args)
 
 
 def cmd_run(args) -> int:
     from memsched.cli import run as exec_cli
+
+    if getattr(args, "keep", None):
+        check_output(args.keep, "--keep")
 
     return exec_cli.run(args)
 
@@ -242,15 +299,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("bound", help="lower bounds on the optimal peak (no search)")
     s.add_argument("graph", metavar="GRAPH")
-    s.add_argument("--shave", type=float, default=0.0, metavar="SECONDS",
+    s.add_argument("--shave", type=_nonneg_float, default=0.0, metavar="SECONDS",
                    help="also run the learned-precedence (shaving) bound for up to SECONDS (default 0: off)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_bound)
 
     s = sub.add_parser("remat", help="rematerialization: least compute within a memory budget (or least peak within a compute budget)")
     s.add_argument("graph", metavar="GRAPH")
-    s.add_argument("--budget", type=_ratio_or_bytes, default=0.8,
-                   help="memory budget: a ratio of the given order's peak if <= 1 (e.g. 0.8), else bytes (default 0.8)")
+    s.add_argument("--budget", type=_ratio_or_bytes, default=0.8, help=BUDGET_HELP + " (default 0.8)")
     s.add_argument("--method", default="cp", help="cp, milp, checkpoint-all, chen-sqrt, revolve, dtr-greedy, sp-knapsack, width-dp")
     s.add_argument("--cap", type=int, default=None, help="max extra computations per operator (default unbounded)")
     s.add_argument("--objective", choices=["compute", "peak"], default="compute",
@@ -267,14 +323,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("pareto", help="budget sweep: extra compute vs peak (table and plot)")
     s.add_argument("graph", metavar="GRAPH")
-    s.add_argument("--budgets", type=_ratio_or_bytes, nargs="+", default=[1.0, 0.9, 0.8, 0.7, 0.6, 0.5])
+    s.add_argument("--budgets", type=_ratio_or_bytes, nargs="+", default=None,
+                   help="budgets, each as for remat --budget: " + BUDGET_HELP + " (default 1.0 0.9 0.8 0.7 0.6 0.5)")
     s.add_argument("--method", default="cp", help="any remat method (default cp)")
     s.add_argument("--cap", type=int, default=None, help="max extra computations per operator (default unbounded)")
     s.add_argument("--time-limit", type=_positive_float, default=30.0, help="seconds per budget")
     s.add_argument("--mip-solver", default="highs", help="Pyomo solver for --method milp (default highs)")
     s.add_argument("--workers", type=int, default=1, help="CP-SAT workers (default 1)")
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--plot", metavar="PNG", help="write the Pareto plot here")
+    s.add_argument("--plot", metavar="PNG", help="write the Pareto plot here (.png, .pdf or .svg; checked before solving)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_pareto)
 
@@ -320,6 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--dask", metavar="ADDRESS", help="run the replays on a Dask scheduler (tcp://host:8786)")
     d.add_argument("--results", metavar="FILE.jsonl", help="append one JSON line per replay (see --resume)")
     d.add_argument("--resume", action="store_true", help="reuse the replays already in --results, append the rest")
+    d.add_argument("--fsync", action="store_true", help="fsync --results after every row (survives a power cut)")
     d.add_argument("--refine", choices=["scan", "bisect"], default="scan",
                    help="scan every resolution step of a change interval (default) or bisect it")
     d.add_argument("--plot", metavar="PNG", help="write the feasibility map (several sweeps: PNG-<trace>-<heuristic>.png)")
@@ -386,6 +444,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=int, default=None, help="local worker processes (default: the spec's 'jobs', else 2)")
     s.add_argument("--dask", metavar="ADDRESS", help="run on a Dask scheduler (tcp://host:8786) instead of locally")
     s.add_argument("--resume", action="store_true", help="skip runs already in the results file, append the rest")
+    s.add_argument("--fsync", action="store_true", help="fsync the results file after every row (survives a power cut)")
+    s.add_argument("--memory-limit", type=_size, default=None, metavar="SIZE",
+                   help="address-space cap per run in its worker (RLIMIT_AS), e.g. 4GiB; a run past it is "
+                        "recorded with status 'memory' and the sweep goes on")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
     s.add_argument("--json", action="store_true", help="print the sweep summary as one JSON object")
     s.set_defaults(func=cmd_bench)
@@ -401,9 +463,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("crosscheck", help="solve one instance every way and check all answers against each other")
     s.add_argument("graph", metavar="GRAPH")
-    s.add_argument("--budget", type=_ratio_or_bytes, default=None)
+    s.add_argument("--budget", type=_ratio_or_bytes, default=None, help=BUDGET_HELP)
     s.add_argument("--time-limit", type=_positive_float, default=30.0)
-    s.add_argument("--plot", metavar="PNG")
+    s.add_argument("--plot", metavar="PNG", help="memory timelines plot (.png, .pdf or .svg; checked before solving)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_crosscheck)
     return p
@@ -425,6 +487,10 @@ def main(argv=None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as e:  # a write that failed after the checks (disk full, file removed): one line
+        where = f" {e.filename}" if getattr(e, "filename", None) else ""
+        print(f"memsched {args.command}: error:{where} {e.strerror or e}", file=sys.stderr)
+        return EXIT_USER_ERROR
 
 
 if __name__ == "__main__":

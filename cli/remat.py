@@ -38,30 +38,72 @@ def format_pareto(graph: Graph, rows: list[dict]) -> str:
         table(out, ["budget/P", "budget", "status", "peak", "overhead %", "wall s"])
 
 
-def plot_pareto(graph: Graph, rows: list[dict], path) -> None:
-    """Extra compute (%) against peak (bytes) for the feasible points."""
+def pareto_front(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Split the rows with a schedule into (front, dominated): a point is on the front
+    unless another point has peak <= and extra compute <= with one of them strictly
+    smaller. The front is sorted by peak."""
+    pts = [r for r in rows if r.get("peak") is not None and r.get("overhead_pct") is not None]
+    front, dominated = [], []
+    for r in pts:
+        beaten = any(q is not r and q["peak"] <= r["peak"] and q["overhead_pct"] <= r["overhead_pct"]
+                     and (q["peak"] < r["peak"] or q["overhead_pct"] < r["overhead_pct"]) for q in pts)
+        (dominated if beaten else front).append(r)
+    # equal points: keep one on the front
+    seen, uniq = set(), []
+    for r in sorted(front, key=lambda r: (r["peak"], r["overhead_pct"])):
+        k = (r["peak"], r["overhead_pct"])
+        if k not in seen:
+            seen.add(k)
+            uniq.append(r)
+    return uniq, dominated
+
+
+def pareto_figure(graph: Graph, rows: list[dict], method: str | None = None):
+    """The figure of :func:`plot_pareto` (returned open, for tests to inspect): the
+    non-dominated points joined as a staircase (proven optimal: filled circles; feasible
+    but not proven: squares), dominated points as grey crosses off the front, budgets with
+    no schedule as dotted vertical lines. Peaks in KiB/MiB/GiB; the legend outside the axes."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    pts = sorted((r["peak"], r["overhead_pct"], r["status"]) for r in rows if r["peak"] is not None)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    if pts:
-        ax.step([p for p, _, _ in pts], [o for _, o, _ in pts], where="post", color="tab:blue", alpha=0.5)
-        for p, o, s in pts:
-            ax.plot([p], [o], "o" if s == "optimal" else "s", color="tab:blue" if s == "optimal" else "tab:orange")
-    for r in rows:
-        if r["peak"] is None:
-            ax.axvline(r["budget"], color="tab:red", ls=":", lw=1)
-    ax.set_xlabel("peak memory (bytes)")
-    ax.set_ylabel("extra compute (%)")
-    ax.set_title(f"{graph.name}: remat Pareto front (o optimal, s feasible, : infeasible budget)", fontsize=8)
+    from memsched.cli.fmt import byte_unit
+
+    front, dominated = pareto_front(rows)
+    none = [r for r in rows if r.get("peak") is None]
+    top = max([r["peak"] for r in front + dominated] + [r["budget"] for r in none] + [1])
+    div, unit = byte_unit(top)
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    if front:
+        ax.step([r["peak"] / div for r in front], [r["overhead_pct"] for r in front], where="post",
+                color="tab:blue", alpha=0.6, lw=1.5, label="Pareto front")
+        opt = [r for r in front if r["status"] == "optimal"]
+        feas = [r for r in front if r["status"] != "optimal"]
+        if opt:
+            ax.plot([r["peak"] / div for r in opt], [r["overhead_pct"] for r in opt], "o", color="tab:blue",
+                    ls="none", label="proven optimal for its budget")
+        if feas:
+            ax.plot([r["peak"] / div for r in feas], [r["overhead_pct"] for r in feas], "s", color="tab:orange",
+                    ls="none", label="feasible (optimality not proven)")
+    if dominated:
+        ax.plot([r["peak"] / div for r in dominated], [r["overhead_pct"] for r in dominated], "x", color="0.55",
+                ls="none", label="dominated (not on the front)")
+    for n, r in enumerate(none):
+        ax.axvline(r["budget"] / div, color="tab:red", ls=":", lw=1,
+                   label="budget with no schedule found" if n == 0 else None)
+    ax.set_xlabel(f"peak memory ({unit})")
+    ax.set_ylabel("extra compute (% of the baseline)")
+    ax.set_title(f"{graph.name}: rematerialization Pareto front" + (f" ({method})" if method else ""), fontsize=10)
+    ax.ticklabel_format(axis="x", useOffset=False, style="plain")
     ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=120)
-    except OSError as e:
-        raise MemschedError(f"pareto: cannot write plot {path}: {e}") from None
-    finally:
-        plt.close(fig)
+    return fig
+
+
+def plot_pareto(graph: Graph, rows: list[dict], path, method: str | None = None) -> None:
+    """Extra compute (%) against peak for the feasible points (see :func:`pareto_figure`)."""
+    from memsched.cli.paths import save_figure
+
+    save_figure(pareto_figure(graph, rows, method), path, "--plot", dpi=120, bbox_inches="tight")

@@ -68,8 +68,11 @@ def trace_baseline(trace: DTRTrace) -> dict:
 
 
 def budget_for(trace: DTRTrace, ratio: float) -> int:
-    """simrd's rule: int(ratio x baseline_memory)."""
-    return int(trace_baseline(trace)["baseline_memory"] * ratio)
+    """floor(ratio x baseline_memory), the one rounding rule
+    (:func:`memsched.formulations.ratio_budget`; simrd's int(ratio x baseline) but exact)."""
+    from memsched.formulations import ratio_budget
+
+    return ratio_budget(ratio, trace_baseline(trace)["baseline_memory"])
 
 
 def parse_limit(text) -> float:
@@ -86,7 +89,7 @@ def parse_limit(text) -> float:
 def replay(trace, ratio: float | None = None, *, budget: int | None = None, heuristic: str = "dtr",
            overhead_limit: float = 2.0, seed: int = 0, timeout: float | None = None, record: bool = False,
            pin=(), eager: bool = True, keep_runtime: bool = False) -> ReplayResult:
-    """Replay ``trace`` (a DTRTrace or a path) with budget ``int(ratio x baseline_memory)``
+    """Replay ``trace`` (a DTRTrace or a path) with budget ``floor(ratio x baseline_memory)`` (:func:`budget_for`)
     (or ``budget`` bytes) under simrd's RuntimeV2EagerOptimized semantics.
 
     remat limit = baseline_compute x (overhead_limit - 1) (simrd's thrash rule).
@@ -100,7 +103,7 @@ def replay(trace, ratio: float | None = None, *, budget: int | None = None, heur
             raise MemschedError("replay: give a ratio or a budget")
         if not ratio > 0:
             raise MemschedError(f"--ratio must be positive, got {ratio}")
-        budget = int(b["baseline_memory"] * ratio)
+        budget = budget_for(tr, ratio)
     limit = b["baseline_compute"] * (overhead_limit - 1)
     t0 = time.perf_counter()
     rt = Runtime(tr, budget, h, remat_limit=limit, eager=eager, record=record, seed=seed, pin_extra=pin,

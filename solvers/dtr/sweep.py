@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from memsched.formulations import ratio_budget
+
 from .replay import load_trace, replay, trace_baseline
 
 __all__ = ["Point", "Hole", "SweepResult", "find_holes", "sweep", "sweep_many", "SweepInterrupted",
@@ -323,7 +325,7 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01, r
                repeats: int = 3, run_timeout: float | None = 60.0, overhead_limit: float = 2.0, jobs: int = 1,
                executor=None, dask=None, results=None, resume: bool = False, seed: int = 0,
                refine: str = "scan", max_refine_points: int = 20000, kill_grace: float | None = None,
-               progress=None, log=None, debug: dict | None = None) -> list[SweepResult]:
+               progress=None, log=None, debug: dict | None = None, fsync: bool = False) -> list[SweepResult]:
     """Run the sweep protocol for every ``(trace, heuristic)`` of ``pairs`` concurrently,
     all replays through one executor; returns one SweepResult per pair, in order.
 
@@ -336,7 +338,9 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01, r
     ``results``: a JSON-lines file receiving one row per replay (an existing non-empty
     file needs ``resume``); with ``resume`` the replays already in it are reused
     (same trace sha256, START flag, heuristic, budget, overhead limit and seed; an
-    unresolved one only when its run_timeout was >= this one).
+    unresolved one only when its run_timeout was >= this one). A last line without
+    its newline (a write cut by a kill) is not reused: it is dropped and rerun.
+    ``fsync``: fsync the results file after every row (survives a power cut).
     ``progress(n)``: called with the number of sampled ratios of a sweep after each of
     its batches; ``log(line)``: one progress line per batch. Ctrl-C raises
     :class:`SweepInterrupted` (a KeyboardInterrupt) after the workers are stopped."""
@@ -380,11 +384,11 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01, r
 
     store, reuse = None, {}
     if results is not None:
-        store = ResultStore(results)
+        store = ResultStore(results, fsync=fsync)
         if store.exists() and not resume:
             raise MemschedError(f"{results}: results file exists; use --resume to continue it, or choose another file")
         if resume and store.exists():
-            for row in read_rows(results):
+            for row in read_rows(results, complete_only=True):
                 if row.get("kind") != "dtr_replay" or not _reusable(row, run_timeout):
                     continue
                 try:
@@ -424,7 +428,7 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01, r
             tasks = []
             for k in ks:
                 ratio = k * res
-                budget = int(st.base["baseline_memory"] * ratio)
+                budget = ratio_budget(ratio, st.base["baseline_memory"])  # as replay() does (budget_for)
                 key = (trace_id(st.trace), bool(st.trace.has_start), st.hname, budget, limit, seed)
                 n = st.used.get(key, 0)
                 st.used[key] = n + 1

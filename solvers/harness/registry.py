@@ -14,7 +14,8 @@ name               calls
 ``dtr``            DTR online eviction on the given order: ``solvers.dtr.graph.replay_graph``
                    (``heuristic=``, ``overhead_limit=``; budget as for remat)
 ``pkg.mod:func``   any importable ``func(graph, **params)`` returning a SolveResult
-``debug.*``        harness self-tests: ``sleep``, ``spin``, ``raise``, ``crash``, ``hang``
+``debug.*``        harness self-tests: ``sleep``, ``spin``, ``raise``, ``crash``, ``hang``,
+                   ``alloc`` (holds ``nbytes`` bytes: tests the per-run memory cap)
 =================  ==========================================================
 
 The harness adds ``time_limit``, ``seed``, ``budget`` (when the entry has budgets),
@@ -46,7 +47,7 @@ _LAZY = {
 }
 _BUDGETED = {"remat", "dtr"}
 _BUILTIN = {"given", "dtr"}
-_DEBUG = {"sleep", "spin", "raise", "crash", "hang"}
+_DEBUG = {"sleep", "spin", "raise", "crash", "hang", "alloc"}
 NAMES = ["given", "dtr", *_LAZY, "pkg.module:function", *(f"debug.{d}" for d in sorted(_DEBUG))]
 
 
@@ -98,7 +99,7 @@ def solve_dtr(graph: Graph, budget, heuristic: str = "dtr", overhead_limit: floa
 
 def _debug(kind: str):
     def run(graph: Graph, seconds: float = 0.05, code: int = 3, message: str = "debug failure", only=None,
-            **_ignored) -> SolveResult:
+            nbytes: int = 0, **_ignored) -> SolveResult:
         hit = only is None or graph.name in (only if isinstance(only, list) else [only])
         if hit and kind == "sleep":
             time.sleep(seconds)
@@ -113,6 +114,10 @@ def _debug(kind: str):
             if code < 0:
                 os.kill(os.getpid(), -code)
             os._exit(code)
+        elif hit and kind == "alloc":
+            block = bytearray(int(nbytes))  # touched: really resident
+            block[::4096] = b"x" * len(block[::4096])
+            del block
         elif hit and kind == "hang":
             while True:
                 time.sleep(3600)

@@ -84,11 +84,11 @@ def base_row(spec: Spec, run: Run) -> dict:
             "budget": e.budget, "time_limit": e.time_limit, "hard_limit": e.hard_limit, "seed": e.seed}
 
 
-def _task(spec: Spec, run: Run) -> dict:
+def _task(spec: Spec, run: Run, memory_limit: int | None = None) -> dict:
     e = run.entry
     return {"key": run.key, "instance_hash": run.instance.hash, "solver": e.solver, "params": e.params,
             "budget": e.budget, "time_limit": e.time_limit, "hard_limit": e.hard_limit, "seed": e.seed,
-            "keep_schedule": spec.keep_schedules}
+            "keep_schedule": spec.keep_schedules, "memory_limit": memory_limit}
 
 
 _ORDER = ["status", "objective_kind", "objective", "bound", "gap", "peak", "compute", "baseline_compute",
@@ -96,12 +96,17 @@ _ORDER = ["status", "objective_kind", "objective", "bound", "gap", "peak", "comp
 
 
 def run_sweep(spec: Spec | str | Path, output: str | Path | None = None, *, jobs: int | None = None,
-              dask=None, resume: bool = False, progress: bool = True, fsync: bool = False) -> SweepSummary:
+              dask=None, resume: bool = False, progress: bool = True, fsync: bool = False,
+              memory_limit: int | None = None) -> SweepSummary:
     """Run every (instance, solver entry) of ``spec`` not yet in ``output``.
 
     ``dask``: a scheduler address or Client (None = local pool of ``jobs``
     processes). Rows are appended as runs end; with ``resume`` the keys present in
-    ``output`` are skipped, otherwise an existing non-empty ``output`` is an error."""
+    ``output`` are skipped (a torn last line, cut mid-write, is not done: it is dropped
+    and its run executed again), otherwise an existing non-empty ``output`` is an error.
+    ``fsync``: fsync the results file after every row. ``memory_limit``: bytes of
+    address space each run may use in its worker (RLIMIT_AS); a run past it gets
+    status ``memory``."""
     from memsched.solvers.pool.executors import DaskExecutor, LocalExecutor
 
     t_setup = time.perf_counter()
@@ -120,7 +125,9 @@ def run_sweep(spec: Spec | str | Path, output: str | Path | None = None, *, jobs
                            jobs=jobs, executor=executor.name)
     by_key = {r.key: r for r in todo}
     texts = {r.instance.hash: r.instance.text for r in todo}
-    tasks = [_task(spec, r) for r in todo]
+    if memory_limit is not None and (not isinstance(memory_limit, int) or memory_limit <= 0):
+        raise MemschedError(f"memory limit must be a positive number of bytes, got {memory_limit!r}")
+    tasks = [_task(spec, r, memory_limit) for r in todo]
     version = memsched_version()
     prog = Progress(len(tasks), label=f"bench {spec.name}", enabled=progress)
     statuses: Counter = Counter()

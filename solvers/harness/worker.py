@@ -45,6 +45,43 @@ def memsched_version() -> str:
 
 
 
+# ------------------------------------------------------------------ memory cap
+def memory_message(limit) -> str:
+    if limit:
+        return (f"out of memory: the run exceeded its memory cap of {int(limit)} bytes "
+                f"({int(limit) / 2 ** 30:.2f} GiB of worker address space, RLIMIT_AS)")
+    return "out of memory (MemoryError)"
+
+
+class memory_cap:
+    """Lower the soft RLIMIT_AS (address space) of this worker to ``limit`` bytes for
+    the duration of one run, then restore it: an allocation beyond it raises
+    MemoryError in Python (status ``memory``) or kills the worker from native code
+    (classified as ``memory`` from its stderr by the executors). The cap counts the
+    whole worker process: interpreter and imported modules included."""
+
+    def __init__(self, limit):
+        self.limit = int(limit) if limit else None
+        self.old = None
+
+    def __enter__(self):
+        if self.limit:
+            import resource
+
+            self.old = resource.getrlimit(resource.RLIMIT_AS)
+            hard = self.old[1]
+            soft = self.limit if hard == resource.RLIM_INFINITY else min(self.limit, hard)
+            resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        return self
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, self.old)
+        return False
+
+
 # ------------------------------------------------------------------ runs
 class GraphCache:
     """Graphs by instance hash, with their given-order peak and baseline compute."""
@@ -92,8 +129,15 @@ def execute(task: dict, graph, given_peak: int, baseline: float) -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         if fn is not None:
-            res = call_solver(task["solver"], graph, task["params"], budget=task["budget"],
-                              time_limit=task["time_limit"], seed=task["seed"], fn=fn)
+            with memory_cap(task.get("memory_limit")):
+                res = call_solver(task["solver"], graph, task["params"], budget=task["budget"],
+                                  time_limit=task["time_limit"], seed=task["seed"], fn=fn)
+    except MemoryError:  # the run hit the per-run memory cap (or the machine's memory)
+        res = None
+        out["wall_s"] = time.perf_counter() - t0
+        out["cpu_s"] = time.process_time() - c0
+        out.update(status="memory", message=memory_message(task.get("memory_limit")))
+        return out
     except Exception as e:  # a solver bug or bad parameter: recorded, the sweep goes on
         tb = traceback.extract_tb(e.__traceback__)
         where = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else ""

@@ -60,11 +60,21 @@ def timeout_outcome(hard_limit: float, elapsed: float, time_limit: float | None)
             "message": f"killed by the harness after {elapsed:.1f} s (hard limit {hard_limit:g} s{tl})"}
 
 
-def crash_outcome(rc, elapsed: float, tail: str) -> dict:
+_OOM_SIGNS = ("bad_alloc", "MemoryError", "Cannot allocate memory", "out of memory", "std::length_error")
+
+
+def crash_outcome(rc, elapsed: float, tail: str, memory_limit=None) -> dict:
+    """A worker that died during a run: status ``error``, or ``memory`` when the run had
+    a memory cap and the worker's last words say an allocation failed."""
     msg = f"worker process died during the run ({_describe_exit(rc)})"
+    status = "error"
+    if memory_limit and any(s in tail for s in _OOM_SIGNS):
+        status = "memory"
+        msg = (f"out of memory: the run exceeded its memory cap of {int(memory_limit)} bytes "
+               f"(RLIMIT_AS); " + msg)
     if tail.strip():
         msg += "; stderr tail: " + " | ".join(tail.strip().splitlines()[-3:])[-400:]
-    return {"status": "error", "wall_s": elapsed, "message": msg}
+    return {"status": status, "wall_s": elapsed, "message": msg}
 
 
 class WorkerProc:
@@ -169,7 +179,8 @@ class WorkerProc:
                 if msg is None:
                     el = time.perf_counter() - self.started
                     self.proc.wait()
-                    out = crash_outcome(self.proc.returncode, el, self.stderr_tail())
+                    out = crash_outcome(self.proc.returncode, el, self.stderr_tail(),
+                                        (self.task or {}).get("memory_limit"))
                     self.close()
                     return out, False
                 if "hello" in msg:
@@ -249,7 +260,7 @@ class LocalExecutor:
                     if msg is None:  # the worker died
                         el = time.perf_counter() - w.started
                         w.proc.wait()
-                        out = crash_outcome(w.proc.returncode, el, w.stderr_tail())
+                        out = crash_outcome(w.proc.returncode, el, w.stderr_tail(), (t or {}).get("memory_limit"))
                         retire(w)
                         w.close()
                         if t is not None:

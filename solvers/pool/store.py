@@ -10,10 +10,13 @@ from pathlib import Path
 __all__ = ["ResultStore", "read_rows"]
 
 
-def read_rows(path: str | Path, *, errors: list | None = None) -> list[dict]:
+def read_rows(path: str | Path, *, errors: list | None = None, complete_only: bool = False) -> list[dict]:
     """All complete rows of a results file (a torn last line, from a driver killed
     mid-write, is skipped; so is any line that is not a JSON object, noted in
-    ``errors``)."""
+    ``errors``). With ``complete_only`` a last line without its newline is skipped
+    even when it parses: the writer appends the row and its newline in one write,
+    so a missing newline means the write was cut (and ``ResultStore.open`` drops that
+    line on resume, so it must not count as done)."""
     from memsched.instances.formats import InputError
 
     p = Path(path)
@@ -27,6 +30,8 @@ def read_rows(path: str | Path, *, errors: list | None = None) -> list[dict]:
     lines = data.split(b"\n")
     for n, line in enumerate(lines, 1):
         if not line.strip():
+            continue
+        if complete_only and n == len(lines):  # no newline after it: a torn write
             continue
         try:
             row = json.loads(line)
@@ -54,11 +59,19 @@ class ResultStore:
     def rows(self) -> list[dict]:
         return read_rows(self.path) if self.path.is_file() else []
 
+    def complete_rows(self) -> list[dict]:
+        """The rows that survive :meth:`open` with resume (a torn last line does not)."""
+        return read_rows(self.path, complete_only=True) if self.path.is_file() else []
+
     def done_keys(self) -> set[str]:
-        return {r["key"] for r in self.rows()}
+        return {r["key"] for r in self.complete_rows()}
 
     def open(self, resume: bool) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        parent = self.path.parent
+        if not parent.is_dir():  # one rule everywhere: never create missing directories
+            from memsched.instances.formats import InputError
+
+            raise InputError(f"{self.path}: directory {parent} does not exist (memsched does not create directories)")
         if resume and self.path.is_file():
             # drop a torn last line so the next row starts on a fresh line
             with open(self.path, "rb+") as f:
@@ -66,10 +79,15 @@ class ResultStore:
                 cut = data.rfind(b"\n") + 1
                 if cut != len(data):
                     f.truncate(cut)
-        self._f = open(self.path, "a" if resume else "w", encoding="utf-8")
+        try:
+            self._f = open(self.path, "a" if resume else "w", encoding="utf-8")
+        except OSError as e:
+            from memsched.instances.formats import InputError
+
+            raise InputError(f"{self.path}: cannot write: {e.strerror or e}") from None
 
     def append(self, row: dict) -> None:
-        self._f.write(json.dumps(row, separators=(",", ":"), default=str) + "\n")
+        self._f.write(json.dumps(row, separators=(",", ":"), default=str) + "\n")  # row + newline in one write
         self._f.flush()
         if self.fsync:
             os.fsync(self._f.fileno())

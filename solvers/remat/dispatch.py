@@ -56,7 +56,8 @@ def given_peak(graph: Graph) -> int:
 
 def resolve_budget(graph: Graph, budget) -> int:
     """Budget in bytes: ``budget <= 1.0`` is a ratio r of the given order's peak P
-    (``ceil(r * P)``, as in Moccasin's protocol); ``> 1`` is bytes (rounded down)."""
+    (``floor(r * P)``, the one rounding rule: :func:`memsched.formulations.ratio_budget`);
+    ``> 1`` is bytes (rounded down)."""
     if budget is None:
         raise MemschedError("remat: a budget is required (a ratio <= 1 or bytes)")
     try:
@@ -66,7 +67,9 @@ def resolve_budget(graph: Graph, budget) -> int:
     if not math.isfinite(b) or b <= 0:
         raise MemschedError(f"remat: budget must be positive, got {budget!r}")
     if b <= 1.0:
-        return int(math.ceil(b * given_peak(graph) - 1e-9))
+        from memsched.formulations import ratio_budget
+
+        return ratio_budget(budget, given_peak(graph))
     return int(math.floor(b))
 
 
