@@ -43,7 +43,7 @@ from . import bounds as B
 from .downset_dp import beam_order, downset_dp
 from .heuristics import run_heuristics
 
-__all__ = ["Part", "forced_segments", "make_part", "solve_exact"]
+__all__ = ["Part", "forced_segments", "forced_segments_quadratic", "make_part", "solve_exact"]
 
 
 # ------------------------------------------------------------ subproblems
@@ -98,20 +98,81 @@ def make_part(g: Graph, before_mask: int, ops: list[int]) -> Part:
 
 def forced_segments(g: Graph) -> list[list[int]]:
     """Split the operators into the maximal segments that every topological order runs
-    one after the other: a split after k operators of a topological order is forced
-    iff every later operator has all k earlier ones as ancestors. O(n * n / 64)."""
+    one after the other, in O(n + E) (docs/bounds.md, "Forced splits in linear time").
+
+    Along a topological order, let P be the first k operators, M the maximal operators of
+    P (no successor inside P) and R the ready operators (not in P, every predecessor in
+    P). The split after k is forced (every later operator descends from every operator
+    of P) iff every operator of R has exactly k ancestors, iff every operator of R has
+    every operator of M as a direct predecessor. With ``c[r]`` the number of
+    predecessors of r in M, the second form holds iff ``sum(c[r] for r in R) ==
+    |R| * |M|`` (each ``c[r] <= |M|``); M, R, c and the sum are updated in O(degree)
+    per operator as the prefix grows (each operator leaves M at most once)."""
     n = g.n_ops
     if n == 0:
         return []
-    r = B.reachability(g)
-    topo = r.topo
+    topo = g.topological_order()
+    pred, succ = g.op_pred(), g.op_succ()
+    missing = [len(p) for p in pred]  # predecessors not yet in P
+    in_m = [False] * n
+    ready = [False] * n
+    c = [0] * n
+    n_m = n_r = total = 0
+    for v in range(n):
+        if missing[v] == 0:
+            ready[v] = True
+            n_r += 1  # c[v] = 0: M is empty
+    segs, cur = [], []
+    for k, v in enumerate(topo):
+        cur.append(v)
+        # v leaves R and joins P as a maximal operator; its predecessors stop being maximal
+        ready[v] = False
+        n_r -= 1
+        total -= c[v]
+        for m in pred[v]:
+            if in_m[m]:
+                in_m[m] = False
+                n_m -= 1
+                for s in succ[m]:
+                    if ready[s]:
+                        c[s] -= 1
+                        total -= 1
+        in_m[v] = True
+        n_m += 1
+        for s in succ[v]:
+            missing[s] -= 1
+            if missing[s] == 0:
+                ready[s] = True
+                n_r += 1
+                cs = 0
+                for p in pred[s]:
+                    if in_m[p]:
+                        cs += 1
+                c[s] = cs
+                total += cs
+        if k + 1 < n and n_r > 0 and total == n_r * n_m:
+            segs.append(cur)
+            cur = []
+    segs.append(cur)
+    return segs
+
+
+def forced_segments_quadratic(g: Graph) -> list[list[int]]:
+    """Reference for tests: the same segments from ancestor bitmasks, O(n * n / 64) time
+    and O(n^2 / 8) bytes (the split after k is forced iff every operator after position
+    k of a topological order has the first k operators among its ancestors)."""
+    n = g.n_ops
+    if n == 0:
+        return []
+    topo = g.topological_order()
+    anc, _ = g.reach_masks()
     pos = [0] * n
     for k, v in enumerate(topo):
         pos[v] = k
     gap = [0] * n  # first position (in topo) that is not an ancestor of topo[k]
     for k, v in enumerate(topo):
         m = 0
-        a = r.anc[v]
+        a = anc[v]
         while a:
             b = a & -a
             m |= 1 << pos[b.bit_length() - 1]
