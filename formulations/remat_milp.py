@@ -155,7 +155,9 @@ def build_remat_milp(graph: Graph, budget: int | None, caps: list[int | None], *
         cap_expr = m.P
         if budget is not None:
             c.add(m.P <= (budget - const_bytes) // unit)
-        c.add(m.P >= sum(sz[j] for j in tens if ppos[j] == -1))
+        # the evaluator's peak includes the initial state: every graph input is resident
+        # before the first event, read or not (an unread input is freed only afterwards)
+        c.add(m.P >= sum(g.size[j] for j in g.input_idx if j not in keep_const) // unit)
     for t in range(n):
         start = sum(sz[j] * S[t, j] for j in tens if (t, j) in S_set)
         prev = start

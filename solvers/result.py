@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from memsched.formulations import Graph, Schedule, evaluate
 from memsched.formulations.evaluator import Evaluation
 
-__all__ = ["Status", "SolveResult", "SolverDisagreement", "make_result", "Timer"]
+__all__ = ["Status", "SolveResult", "SolverDisagreement", "make_result", "check_bounds", "bound_above",
+           "same_value", "Timer"]
 
 
 class Status:
@@ -22,11 +23,32 @@ class Status:
     FEASIBLE = "feasible"
     INFEASIBLE = "infeasible"
     TIMEOUT = "timeout"
+    UNKNOWN = "unknown"  # no schedule and no proof for the asked problem (e.g. a narrower class is infeasible)
     ERROR = "error"
 
 
 class SolverDisagreement(AssertionError):
-    """A solver's claimed objective differs from the evaluator's figure."""
+    """A solver's claim contradicts the evaluator: a claimed objective differs from the
+    evaluator's figure, or a proven lower bound lies above an evaluated value. Always a bug;
+    the CLI prints one line and exits with status 1."""
+
+
+def bound_above(lower_bound, value, objective: str) -> bool:
+    """True if ``lower_bound`` exceeds ``value`` (peaks exactly; costs beyond float rounding)."""
+    if lower_bound is None or value is None:
+        return False
+    if objective == "peak":
+        return lower_bound > value
+    return lower_bound > value and not math.isclose(lower_bound, value, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def same_value(a, b, objective: str) -> bool:
+    """Equality of objective values: exact for peaks, up to float summation order for costs."""
+    if a is None or b is None:
+        return False
+    if objective == "peak":
+        return a == b
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
 
 
 @dataclass
@@ -36,13 +58,21 @@ class SolveResult:
     schedule: Schedule | None = None
     peak: int | None = None
     compute: float | None = None
-    lower_bound: float | None = None  # best proven bound on the objective
+    lower_bound: float | None = None  # best proven bound on the objective OF THE ASKED PROBLEM
     objective: str = "peak"  # "peak" or "compute"
     wall_s: float = 0.0
     params: dict = field(default_factory=dict)
     message: str = ""
     evaluation: Evaluation | None = None
     extra: dict = field(default_factory=dict)
+    # The claims contract (docs/claims.md): ``status`` (optimal / infeasible) and ``lower_bound``
+    # are statements about the asked problem. ``scope`` names the class of schedules the
+    # method searched ("free", "given-first-computations", "given-order-stages",
+    # "capped:<k>", "heuristic", ...); ``class_status`` / ``class_lower_bound`` are what it
+    # proved inside that class (None when it proved nothing there).
+    scope: str | None = None
+    class_status: str | None = None
+    class_lower_bound: float | None = None
 
     @property
     def value(self):
@@ -65,6 +95,9 @@ class SolveResult:
             "compute": self.compute,
             "lower_bound": self.lower_bound,
             "gap": self.gap,
+            "scope": self.scope,
+            "class_status": self.class_status,
+            "class_lower_bound": self.class_lower_bound,
             "wall_s": round(self.wall_s, 6),
             "params": self.params,
         }
@@ -91,15 +124,20 @@ def make_result(
     params: dict | None = None,
     message: str = "",
     extra: dict | None = None,
+    scope: str | None = None,
+    class_status: str | None = None,
+    class_lower_bound: float | None = None,
 ) -> SolveResult:
     """Build a :class:`SolveResult`, re-checking ``schedule`` with the evaluator.
 
     ``claimed`` is the solver's own figure for the objective; it must equal the
     evaluator's (costs compared with a 1e-9 relative tolerance only because
-    float sums depend on summation order)."""
+    float sums depend on summation order). A ``lower_bound`` or ``class_lower_bound``
+    above the evaluated value raises :class:`SolverDisagreement` (a bound is never clipped)."""
     res = SolveResult(solver=solver, status=status, schedule=schedule, objective=objective,
                       lower_bound=lower_bound, wall_s=wall_s, params=dict(params or {}),
-                      message=message, extra=dict(extra or {}))
+                      message=message, extra=dict(extra or {}), scope=scope, class_status=class_status,
+                      class_lower_bound=class_lower_bound)
     if schedule is not None:
         ev = evaluate(graph, schedule)
         res.evaluation = ev
@@ -110,7 +148,16 @@ def make_result(
             if not ok:
                 raise SolverDisagreement(
                     f"{solver}: claimed {objective} {claimed} but the evaluator finds {actual}")
+        check_bounds(res)
     return res
+
+
+def check_bounds(res: SolveResult) -> None:
+    """Raise :class:`SolverDisagreement` when a proven bound lies above the evaluated value."""
+    for what, lb in (("lower bound", res.lower_bound), ("class lower bound", res.class_lower_bound)):
+        if bound_above(lb, res.value, res.objective):
+            raise SolverDisagreement(f"{res.solver}: {what} {lb} on {res.objective} is above the evaluated "
+                                     f"{res.objective} {res.value} of its own schedule")
 
 
 class Timer:

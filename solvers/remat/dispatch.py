@@ -9,10 +9,14 @@ baseline (``objective="peak"``).
 Methods (one module each, one result type):
 
 * ``cp``: the Moccasin-style CP-SAT interval model with a free order
-  (formulations/remat_cpsat.py); exact within the caps.
+  (formulations/remat_cpsat.py), or the given order of first computations with
+  ``order="given"``; exact within finite caps. Without a cap it solves a capped
+  model (internal cap, raised while the capped model is infeasible and time is
+  left) whose answers are claims about that capped class only.
 * ``milp``: Checkmate's stage MILP over the given order (formulations/remat_milp.py),
-  any Pyomo solver; exact among schedules that keep the given order of first
-  computations.
+  any Pyomo solver; exact in Checkmate's stage class (first computations in the
+  given order, recomputations of a stage in given-order position), a class
+  narrower than both ``order="free"`` and ``order="given"``.
 * ``checkpoint-all``, ``chen-sqrt``, ``revolve``, ``dtr-greedy``: baselines
   (solvers/remat/).
 * ``sp-knapsack``, ``width-dp``: special-class algorithms written elsewhere,
@@ -21,6 +25,15 @@ Methods (one module each, one result type):
 Every schedule is re-checked by the evaluator (solvers.result.make_result) and
 must satisfy ``peak <= B`` and the caps; an infeasible budget is a result with
 status ``infeasible`` and the reason in ``message``, never an exception.
+
+Claims (docs/claims.md). ``solve_remat`` answers the *asked* problem
+(formulations/problems.py: budget, objective, caps as given, order scope).
+Each method reports what it proved in its own class (``scope``,
+``class_status``, ``class_lower_bound``); :func:`lift_claims` turns that into
+``status`` and ``lower_bound`` for the asked problem: a proof carries over only
+when the method's class is the asked problem; otherwise the status is
+``feasible`` (a schedule), ``unknown`` or ``timeout`` (none), unless a bound
+valid for the asked problem meets the schedule's value.
 """
 from __future__ import annotations
 
@@ -30,20 +43,29 @@ import threading
 import time
 
 from memsched.formulations import Graph, MemschedError, Schedule, evaluate
-from memsched.solvers.result import SolveResult, Status, make_result
+from memsched.formulations.problems import (RematProblem, check_order_scope, first_computations_follow,
+                                            unique_topological_order)
+from memsched.solvers.result import SolveResult, SolverDisagreement, Status, bound_above, make_result, same_value
 
 __all__ = ["METHODS", "resolve_budget", "resolve_caps", "solve_remat", "result_json",
            "pareto_sweep", "local_infeasibility", "pebbling_infeasibility", "check_caps",
-           "DEFAULT_CP_CAP"]
+           "DEFAULT_CP_CAP", "MAX_CP_CAP", "METHOD_SCOPE", "lift_claims", "asked_lower_bound"]
 
 METHODS = ("cp", "milp", "checkpoint-all", "chen-sqrt", "revolve", "dtr-greedy", "sp-knapsack", "width-dp")
 
 # Set when Ctrl-C stopped a CP-SAT search of the current remat solve (see _run_cpsat).
 _INTERRUPTED = threading.Event()
 
-# The CP model needs a finite number of occurrences per operator; an unbounded
-# cap is approximated by this many extra computations (stated in the result).
+# The CP model needs a finite number of occurrences per operator; without a cap it
+# first solves the model with this many extra computations per operator, and while
+# that capped model is proven infeasible (and time is left) doubles the internal cap
+# up to MAX_CP_CAP. Its claims then hold for the capped class only (scope "capped:<k>").
 DEFAULT_CP_CAP = 2
+MAX_CP_CAP = 16
+# The class each method searches (docs/claims.md); cp names its own (order, internal cap).
+METHOD_SCOPE = {"milp": "given-order-stages", "width-dp": "given-order-stages", "sp-knapsack": "free",
+                "checkpoint-all": "heuristic", "chen-sqrt": "heuristic", "revolve": "heuristic",
+                "dtr-greedy": "heuristic"}
 # Share of the time left after the warm starts given to the fixed-given-order CP model
 # before the free-order one (compute objective, when a schedule within the budget is known).
 FIXED_ORDER_SHARE = 0.35
@@ -296,12 +318,16 @@ def candidate_orders(graph: Graph, time_budget: float = 5.0, target: int | None 
 # ------------------------------------------------------------- dispatch
 def solve_remat(graph: Graph, budget, method: str = "cp", cap=None, time_limit: float = 60.0,
                 mip_solver: str = "highs", objective: str = "compute", eps: float = 0.0, seed: int = 0,
-                progress: bool = False, workers: int = 1) -> SolveResult:
+                progress: bool = False, workers: int = 1, order: str = "free") -> SolveResult:
     """Solve rematerialization with ``method`` (see module docstring).
 
     ``objective="compute"``: least compute with peak <= budget.
     ``objective="peak"``: least peak with compute <= (1 + eps) x baseline (the
-    budget, if given, is an upper limit on the peak as well)."""
+    budget, if given, is an upper limit on the peak as well).
+    ``cap``: extra computations per operator (None: unbounded).
+    ``order``: "free" (any schedule) or "given" (first computations in the given order).
+    ``status``/``lower_bound`` of the result refer to this asked problem; ``scope``,
+    ``class_status`` and ``class_lower_bound`` to the class the method searched."""
     if method not in METHODS:
         raise MemschedError(f"remat: unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if objective not in ("compute", "peak"):
@@ -310,10 +336,13 @@ def solve_remat(graph: Graph, budget, method: str = "cp", cap=None, time_limit: 
         raise MemschedError(f"remat: eps must be a non-negative number, got {eps!r}")
     if not (time_limit and time_limit > 0):
         raise MemschedError(f"remat: time limit must be positive, got {time_limit!r}")
+    check_order_scope(order)
     B = resolve_budget(graph, budget) if (budget is not None or objective == "compute") else None
     caps = resolve_caps(graph, cap)
+    problem = RematProblem(budget=B, objective=objective, eps=eps, caps=None if caps is None else tuple(caps),
+                           order=order)
     t0 = time.perf_counter()
-    params = {"budget": B, "cap": cap, "objective": objective, "time_limit": time_limit}
+    params = {"budget": B, "cap": cap, "objective": objective, "time_limit": time_limit, "order": order}
     if objective == "peak":
         params["eps"] = eps
     if method in ("sp-knapsack", "width-dp"):
@@ -324,7 +353,7 @@ def solve_remat(graph: Graph, budget, method: str = "cp", cap=None, time_limit: 
     elif method == "cp":
         _INTERRUPTED.clear()
         try:
-            res = _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, workers, t0)
+            res = _solve_cp_escalating(graph, B, caps, objective, eps, time_limit, seed, progress, workers, t0, order)
         except KeyboardInterrupt:  # Ctrl-C outside CP-SAT (warm starts): nothing to return yet
             res = make_result(graph, None, solver="remat-cp", status=Status.TIMEOUT, objective=objective,
                               message="interrupted before a schedule within the budget was found")
@@ -347,23 +376,149 @@ def solve_remat(graph: Graph, budget, method: str = "cp", cap=None, time_limit: 
     for k, v in params.items():
         res.params.setdefault(k, v)
     res.params.setdefault("method", method)
+    if res.scope is None:
+        res.scope = METHOD_SCOPE.get(method, "heuristic")
     _check_result(graph, res, B, caps, objective, eps)
+    lift_claims(graph, res, problem)
     return res
 
 
 def _check_result(graph, res, B, caps, objective, eps):
-    """The guarantees every method must give (a failure is a bug, not a user error)."""
+    """The guarantees every method must give; a failure is a bug (SolverDisagreement), not a user error."""
     if res.schedule is None:
         return
-    if objective == "compute" and B is not None:
-        assert res.peak <= B, f"{res.solver}: schedule peak {res.peak} exceeds budget {B}"
+
+    def fail(msg):
+        raise SolverDisagreement(f"{res.solver}: {msg}")
+
+    if objective == "compute" and B is not None and res.peak > B:
+        fail(f"schedule peak {res.peak} exceeds budget {B}")
     if objective == "peak":
         lim = (1 + eps) * graph.total_cost()
-        assert res.compute <= lim * (1 + 1e-9) + 1e-9, f"{res.solver}: compute {res.compute} exceeds {lim}"
-        if B is not None:
-            assert res.peak <= B, f"{res.solver}: schedule peak {res.peak} exceeds budget {B}"
+        if res.compute > lim * (1 + 1e-9) + 1e-9:
+            fail(f"compute {res.compute} exceeds {lim}")
+        if B is not None and res.peak > B:
+            fail(f"schedule peak {res.peak} exceeds budget {B}")
     msg = check_caps(graph, res.schedule, caps)
-    assert msg is None, f"{res.solver}: {msg}"
+    if msg is not None:
+        fail(msg)
+    for what, lb in (("lower bound", res.lower_bound), ("class lower bound", res.class_lower_bound)):
+        if bound_above(lb, res.value, objective):
+            fail(f"{what} {lb} is above the evaluated {objective} {res.value}")
+
+
+# ---------------------------------------------------------------- claims
+def covers(scope: str | None, problem: RematProblem, graph: Graph) -> bool:
+    """True if a method that searched class ``scope`` searched the whole asked problem
+    (so its proofs are proofs about the asked problem). docs/claims.md lists the scopes."""
+    if scope is None or scope == "heuristic" or "capped:" in scope:
+        return False
+    if scope == "free":
+        return problem.order == "free" or unique_topological_order(graph)
+    if scope == "given-first-computations":
+        return problem.order == "given" or unique_topological_order(graph)
+    return False  # "given-order-stages" and anything else: narrower than both order scopes
+
+
+def asked_lower_bound(graph: Graph, problem: RematProblem):
+    """A lower bound valid for every schedule of the asked problem (any order, any
+    recomputation), from facts that need no search; None when there is none.
+
+    Compute objective: every operator runs at least once (the baseline); when no plain
+    order fits the budget (ordering lower bound > B), some operator with a positive cap
+    runs twice (docs/remat.md, "Compute floor"). Peak objective: the initial memory and each
+    operator's own need while it runs (inputs, outputs, workspace, always-resident bytes)."""
+    if problem.objective == "compute":
+        lb = graph.total_cost()
+        B = problem.budget
+        if B is not None:
+            olb = order_lower_bound(graph)
+            if olb is not None and olb > B:
+                caps = problem.caps
+                extra = [graph.cost[v] for v in range(graph.n_ops)
+                         if (caps is None or caps[v] is None or caps[v] > 0) and _useful(graph, v)]
+                if extra:
+                    lb += float(min(extra))
+        return lb
+    return local_peak_bound(graph)
+
+
+def _useful(graph: Graph, v: int) -> bool:
+    """Only an operator with an output someone reads or requires can usefully run twice."""
+    return any(graph.consumers[j] or j in graph.output_idx for j in graph.op_out[v])
+
+
+def local_peak_bound(graph: Graph) -> int:
+    """max(initial memory, each operator's inputs + outputs + workspace + always-resident bytes):
+    every schedule reaches it (docs/remat.md)."""
+    const = always_resident(graph)
+    keep = graph.pinned_idx | graph.output_idx
+    lb = graph.resident_at_start()
+    for v in range(graph.n_ops):
+        need = (sum(graph.size[j] for j in set(graph.op_in[v]) if j not in keep)
+                + sum(graph.size[j] for j in graph.op_out[v]) + graph.workspace[v] + const)
+        lb = max(lb, need)
+    return lb
+
+
+def lift_claims(graph: Graph, res: SolveResult, problem: RematProblem) -> SolveResult:
+    """Turn a method's claims about its own class into claims about the asked problem (in place).
+
+    ``class_status``/``class_lower_bound`` keep what the method proved in ``res.scope``;
+    ``status``/``lower_bound`` become statements about ``problem``."""
+    res.class_status = res.status
+    res.class_lower_bound = res.lower_bound
+    if res.scope == "heuristic" and res.status != Status.FEASIBLE:
+        res.class_status = None  # a heuristic that found nothing proved nothing, not even about itself
+    if res.schedule is not None and problem.order == "given" and not first_computations_follow(graph, res.schedule):
+        # a schedule outside the asked class answers a different problem: keep it out of the claims
+        res.extra["schedule_outside_asked_class"] = res.schedule.to_names(graph)
+        res.message = ("its schedule does not keep the given order of first computations"
+                       + (f"; {res.message}" if res.message else ""))
+        res.schedule = res.evaluation = None
+        res.peak = res.compute = None
+        res.class_status = None
+    exact = covers(res.scope, problem, graph)
+    glb = asked_lower_bound(graph, problem)
+    lb = res.lower_bound if exact else None
+    if glb is not None and (lb is None or glb > lb):
+        lb = glb
+    value = res.value if res.schedule is not None else None
+    if res.schedule is not None:
+        if same_value(lb, value, problem.objective):
+            status = Status.OPTIMAL  # a bound valid for the asked problem meets the value: certified
+        elif exact and res.status == Status.OPTIMAL:
+            # the method calls it optimal but no bound equals the value: not certified
+            status = Status.FEASIBLE
+            res.message = "solver reported optimal, but its bound does not meet the value" + \
+                (f"; {res.message}" if res.message else "")
+        elif res.status in (Status.TIMEOUT,):
+            status = Status.TIMEOUT
+        else:
+            status = Status.FEASIBLE
+    else:
+        if exact and res.status == Status.INFEASIBLE:
+            status = Status.INFEASIBLE
+        else:
+            why = None
+            if problem.budget is not None:
+                why = local_infeasibility(graph, problem.budget) or pebbling_infeasibility(graph, problem.budget)
+            if why:
+                status = Status.INFEASIBLE
+                res.message = why if res.status == Status.INFEASIBLE and res.message == why else \
+                    f"{why}" + (f"; {res.message}" if res.message else "")
+            elif res.status in (Status.TIMEOUT, Status.ERROR):
+                status = res.status
+            else:
+                status = Status.UNKNOWN
+        lb = lb if status != Status.INFEASIBLE else None
+    res.status = status
+    res.lower_bound = lb
+    if bound_above(lb, value, problem.objective):
+        raise SolverDisagreement(f"{res.solver}: lower bound {lb} for the asked problem is above the evaluated "
+                                 f"{problem.objective} {value}")
+    res.params.setdefault("asked", problem.describe())
+    return res
 
 
 def infeasible_result(graph, solver, objective, reason, *, params=None, wall_s=0.0) -> SolveResult:
@@ -372,24 +527,63 @@ def infeasible_result(graph, solver, objective, reason, *, params=None, wall_s=0
 
 
 # ------------------------------------------------------------------- CP
-def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, workers, t0) -> SolveResult:
+def _solve_cp_escalating(graph, B, caps, objective, eps, time_limit, seed, progress, workers, t0, order):
+    """cp with the asked caps; without a cap, the capped model with internal cap k = 2, 4, 8, ...
+    (up to MAX_CP_CAP) while the capped model is proven infeasible and time is left. The
+    result's scope names the last internal cap; its claims hold for that capped class only."""
+    unbounded = caps is None or any(c is None for c in caps)
+    k = DEFAULT_CP_CAP
+    tried = []
+    while True:
+        left = time_limit - (time.perf_counter() - t0)
+        res = _solve_cp(graph, B, caps, objective, eps, max(0.5, left), seed, progress, workers,
+                        time.perf_counter(), order=order, internal_cap=k)
+        if not unbounded:
+            break
+        k = max(k, int(res.params.get("effective_cap", k)) if str(res.params.get("effective_cap", "")).isdigit() else k)
+        tried.append(k)
+        res.params["internal_cap"] = k
+        res.params["internal_caps_tried"] = list(tried)
+        if (res.status != Status.INFEASIBLE or res.params.get("proof") == "local" or _INTERRUPTED.is_set()
+                or 2 * k > MAX_CP_CAP or time_limit - (time.perf_counter() - t0) < 1.0):
+            break
+        k *= 2
+    return res
+
+
+def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, workers, t0, *, order="free",
+              internal_cap=DEFAULT_CP_CAP) -> SolveResult:
     from memsched.formulations.remat_cpsat import build_remat_cp
 
     solver_name = "remat-cp"
     n = graph.n_ops
     unbounded = caps is None or any(c is None for c in caps)
-    ecaps = effective_caps(caps, n, DEFAULT_CP_CAP)
+    ecaps = effective_caps(caps, n, internal_cap)
+    given = order == "given"
     params = {"workers": workers, "seed": seed, "effective_cap": ecaps[0] if len(set(ecaps)) == 1 else "per-op"}
-    scope = "free order, caps as given" if not unbounded else \
-        f"free order; unbounded caps approximated by {DEFAULT_CP_CAP} extra computations per operator"
+    base_scope = "given-first-computations" if given else "free"
+    scope = base_scope if not unbounded else (f"capped:{internal_cap}" if not given else
+                                              f"given-first-computations,capped:{internal_cap}")
     params["scope"] = scope
+    scope_box = [scope]  # the internal cap may be raised below (a warm start that needs more)
+    _orig_make_result = globals()["make_result"]
+
+    def make_result(*a, **kw):  # every result of this solve names its class
+        kw.setdefault("scope", scope_box[0])
+        return _orig_make_result(*a, **kw)
+
+    def infeasible_result(graph, solver, objective, reason, *, params=None, wall_s=0.0, proof="model"):
+        params = dict(params or {})
+        params["proof"] = proof
+        return make_result(graph, None, solver=solver, status=Status.INFEASIBLE, objective=objective,
+                           message=reason, params=params, wall_s=wall_s)
     baseline = graph.total_cost()
     limit_c = (1 + eps) * baseline if objective == "peak" else None
     # 1. local infeasibility
     if B is not None:
         why = local_infeasibility(graph, B) or pebbling_infeasibility(graph, B)
         if why:
-            return infeasible_result(graph, solver_name, objective, why, params=params)
+            return infeasible_result(graph, solver_name, objective, why, params=params, proof="local")
         if all(c == 0 for c in ecaps) and not unbounded:
             lb = order_lower_bound(graph)
             if lb is not None and lb > B:
@@ -401,13 +595,19 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
     floor = baseline
     if objective == "compute" and B is not None:
         olb = order_lower_bound(graph)
+        if given:  # without recomputation the given class holds one order: the given one
+            olb = max(olb or 0, given_peak(graph))
         if olb is not None and olb > B:
             extra_costs = [graph.cost[v] for v in range(n) if ecaps[v] > 0]
             if extra_costs:
                 floor = baseline + float(min(extra_costs))
                 params["recompute_needed"] = f"ordering lower bound {olb} > budget {B}"
-    # 2. warm starts: the best no-recompute orders
-    cands = candidate_orders(graph, time_budget=min(20.0, time_limit / 4), target=B if objective == "compute" else None)
+    # 2. warm starts: the best no-recompute orders (only the given order when the order is given)
+    if given:
+        cands = [(given_peak(graph), graph.given_order(), "given")]
+    else:
+        cands = candidate_orders(graph, time_budget=min(20.0, time_limit / 4),
+                                 target=B if objective == "compute" else None)
     best_peak, best_order, best_name = cands[0]
     params["warm_start"] = f"{best_name} order (peak {best_peak})"
     if objective == "compute" and best_peak <= B:
@@ -420,7 +620,22 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
     hint_compute = baseline
     if objective == "compute":
         least: list = []
-        ws = _greedy_warm_start(graph, B, ecaps, cands[:6], time_budget=min(20.0, time_limit / 5), best_effort_out=least)
+        # without a cap the warm starts may recompute as often as they like; the model's
+        # internal cap is then raised to hold the warm start (said in params and scope)
+        ws = _greedy_warm_start(graph, B, caps if unbounded else ecaps, cands[:6], time_budget=min(20.0, time_limit / 5),
+                                best_effort_out=least, keep_order=graph.given_order() if given else None)
+        if ws is not None and unbounded:
+            counts = evaluate(graph, ws[0]).compute_counts
+            need = max(counts[v] - 1 for v in range(n) if caps is None or caps[v] is None)
+            if need > internal_cap:
+                internal_cap = min(need, MAX_CP_CAP)
+                ecaps = effective_caps(caps, n, internal_cap)
+                if check_caps(graph, ws[0], ecaps) is not None:
+                    ws = None
+                params["internal_cap_raised"] = f"to {internal_cap} for the warm start"
+                params["effective_cap"] = ecaps[0] if len(set(ecaps)) == 1 else "per-op"
+                scope_box[0] = params["scope"] = (f"capped:{internal_cap}" if not given else
+                                                  f"given-first-computations,capped:{internal_cap}")
         if ws is not None:
             hint, how = ws
             hint_compute = evaluate(graph, hint).compute
@@ -440,7 +655,10 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
             # first with the best order of first computations fixed (small search), then free
             cap_units = None
             found = None
-            for label, fix, share in (("phase 1a (fixed order)", best_order, 0.3), ("phase 1b (free order)", None, 0.95)):
+            phases = ((("phase 1 (given order)", graph.given_order(), 0.95),) if given else
+                      (("phase 1a (fixed order)", best_order, 0.3), ("phase 1b (free order)", None, 0.95)))
+            for label, fix, share in phases:
+                complete = fix is None or given  # this phase's model is the whole class
                 remaining = time_limit - (time.perf_counter() - t0)
                 cp1 = build_remat_cp(graph, None, ecaps, objective="peak", fix_order=fix)
                 cap_units = max(0, (B - cp1.const_bytes) // cp1.mem_unit)
@@ -454,10 +672,11 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
                     break
                 if sol is not None and evaluate(graph, sol[0]).peak < evaluate(graph, hint).peak:
                     hint = sol[0]  # least peak so far: a better start for the next try
-                if fix is None and (st == "infeasible" or (st == "optimal" and sol is not None)):
+                if complete and (st == "infeasible" or (st == "optimal" and sol is not None)):
                     lbp = None if sol is None else sol[1] * cp1.mem_unit + cp1.const_bytes
-                    why = (f"CP-SAT proves no schedule with at most {max(ecaps)} recomputation(s) per operator "
-                           f"fits budget {B}" + (f" (least peak {lbp})" if lbp else ""))
+                    why = (f"CP-SAT proves no schedule with at most {max(ecaps)} recomputation(s) per operator"
+                           + (" and first computations in the given order" if given else "")
+                           + f" fits budget {B}" + (f" (least peak {lbp})" if lbp else ""))
                     return infeasible_result(graph, solver_name, objective, why, params=params,
                                              wall_s=time.perf_counter() - t0)
             if found is None:
@@ -472,7 +691,7 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
         # a much smaller model in which CP-SAT often finds cheap schedules fast; its best
         # schedule hints the free-order model (a superset), whose bound alone is reported
         remaining = time_limit - (time.perf_counter() - t0)
-        if remaining > 6.0 and FIXED_ORDER_SHARE > 0:
+        if remaining > 6.0 and FIXED_ORDER_SHARE > 0 and not given:
             cpf = build_remat_cp(graph, B, ecaps, objective="compute", fix_order=graph.given_order())
             cpf.hint_from_schedule(hint)
             t_f = time.perf_counter()
@@ -488,9 +707,10 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
                     t_rel = next((e["t"] for e in log_f if e["objective"] <= sol_f[1] + 1e-9), wall_f)
                     hint_time = (t_f - t0) + t_rel
         remaining = time_limit - (time.perf_counter() - t0)
-        cp = build_remat_cp(graph, B, ecaps, objective="compute")
+        cp = build_remat_cp(graph, B, ecaps, objective="compute", fix_order=graph.given_order() if given else None)
     else:
-        cp = build_remat_cp(graph, B, ecaps, objective="peak", compute_budget=limit_c)
+        cp = build_remat_cp(graph, B, ecaps, objective="peak", compute_budget=limit_c,
+                            fix_order=graph.given_order() if given else None)
     params["build_s"] = round(time.perf_counter() - tb, 3)
     params.update({k: v for k, v in cp.info.items()})
     cp.hint_from_schedule(hint)
@@ -500,13 +720,14 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
     if sol is None:
         if st == "infeasible":
             why = (f"CP-SAT proves no schedule with at most {max(ecaps)} recomputation(s) per operator"
+                   + (" and first computations in the given order" if given else "")
                    + (f" fits budget {B}" if objective == "compute" else f" has compute <= {limit_c:g}"))
             return infeasible_result(graph, solver_name, objective, why, params=params, wall_s=time.perf_counter() - t0)
         if objective == "compute" and evaluate(graph, hint).peak <= B:
             sched = hint  # the solver found nothing better in time: keep the warm start
             extra["time_to_best_s"] = round(hint_time, 3)
             return make_result(graph, sched, solver=solver_name, status=Status.FEASIBLE, objective="compute",
-                               lower_bound=_lb_compute(cp, bound, floor, unbounded), params=params, extra=extra,
+                               lower_bound=floor, params=params, extra=extra,
                                message="solver timed out; returning the warm start")
         return make_result(graph, None, solver=solver_name, status=Status.TIMEOUT, objective=objective,
                            params=params, message=f"no solution found in {time.perf_counter() - t0:.1f} s")
@@ -520,31 +741,38 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
             extra["time_to_best_s"] = round(hint_time, 3)
     if objective == "compute":
         claimed = sum(graph.cost[i] for i in sched.computes())
-        lb = _lb_compute(cp, bound, floor, unbounded)
-        status = Status.OPTIMAL if (st == "optimal" and not unbounded) or (lb is not None and math.isclose(lb, claimed)) \
-            else Status.FEASIBLE
-        if st == "optimal" and unbounded:
-            params["model_status"] = "optimal"
+        lb = _lb_compute(cp, bound, floor)
+        # certified in its class only when the bound meets the value (rounded costs may not)
+        status = Status.OPTIMAL if lb is not None and same_value(lb, claimed, "compute") else Status.FEASIBLE
+        params["model_status"] = st
         return make_result(graph, sched, solver=solver_name, status=status, objective="compute", claimed=claimed,
                            lower_bound=lb, params=params, extra=extra)
     peak_claim = val * cp.mem_unit + cp.const_bytes
-    lb = None if bound is None or unbounded else int(math.ceil(bound - 1e-9)) * cp.mem_unit + cp.const_bytes
-    res = make_result(graph, sched, solver=solver_name, status=Status.OPTIMAL if st == "optimal" and not unbounded
-                      else Status.FEASIBLE, objective="peak", claimed=peak_claim if st == "optimal" else None,
+    lb = None if bound is None else int(math.ceil(bound - 1e-9)) * cp.mem_unit + cp.const_bytes
+    res = make_result(graph, sched, solver=solver_name, status=Status.OPTIMAL if st == "optimal" else Status.FEASIBLE,
+                      objective="peak", claimed=peak_claim if st == "optimal" else None,
                       lower_bound=lb, params=params, extra=extra)
-    assert res.peak <= peak_claim, "CP decode exceeds the model's peak"
+    if res.peak > peak_claim:
+        raise SolverDisagreement(f"{solver_name}: decoded schedule peak {res.peak} exceeds the model's peak {peak_claim}")
     return res
 
 
-def _lb_compute(cp, bound, baseline, unbounded):
-    if bound is None or unbounded:
+def _lb_compute(cp, bound, baseline):
+    """The CP-SAT objective bound in cost units, valid for the model's class. With costs
+    scaled by 10**6 and rounded, each of the at most ``cp.T`` computations may have lost
+    up to half a unit, so the bound is lowered by that much."""
+    if bound is None:
         return baseline
     div = cp.cost_div
-    val = bound * -div if div < 0 else bound / div
-    return max(baseline, float(val))
+    if div < 0:
+        val = float(bound * -div)
+    else:
+        exact = all(float(c * div).is_integer() for c in cp.graph.cost)
+        val = float(bound if exact else bound - 0.5 * cp.T) / div
+    return max(baseline, val)
 
 
-def _greedy_warm_start(graph, B, caps, cands, time_budget=10.0, best_effort_out=None):
+def _greedy_warm_start(graph, B, caps, cands, time_budget=10.0, best_effort_out=None, keep_order=None):
     """The cheapest schedule within B and the caps found by the DTR-score greedy and
     by the peak-cutting local search (solvers/remat/local_search.py) started from
     the best plain orders; (schedule, description) or None. ``best_effort_out``, a
@@ -562,6 +790,8 @@ def _greedy_warm_start(graph, B, caps, cands, time_budget=10.0, best_effort_out=
             return
         ev = evaluate(graph, s)
         if check_caps(graph, s, caps) is not None:
+            return
+        if keep_order is not None and not first_computations_follow(graph, s, keep_order):
             return
         if least is None or ev.peak < least[0]:
             least = (ev.peak, s, how)
@@ -583,6 +813,14 @@ def _greedy_warm_start(graph, B, caps, cands, time_budget=10.0, best_effort_out=
     return None if best is None else (best[1], best[2])
 
 
+def _cp_units(cp, v) -> str:
+    """A CP-SAT objective value in the result's units: peak bytes, or compute."""
+    if cp.objective == "peak":
+        return f"peak {int(round(v)) * cp.mem_unit + cp.const_bytes} B"
+    c = v * -cp.cost_div if cp.cost_div < 0 else v / cp.cost_div
+    return f"compute {c:.6g}"
+
+
 def _run_cpsat(cp, time_limit, seed, workers, progress, label):
     """Solve; returns (status, (schedule, objective value) | None, bound, wall, solution log)."""
     from ortools.sat.python import cp_model
@@ -599,9 +837,9 @@ def _run_cpsat(cp, time_limit, seed, workers, progress, label):
         def on_solution_callback(self):
             t = time.perf_counter() - t0
             log.append({"t": round(t, 3), "objective": self.ObjectiveValue()})
-            if progress:
-                print(f"  [{label}] {t:7.2f}s  objective {self.ObjectiveValue():.6g}  bound {self.BestObjectiveBound():.6g}",
-                      file=sys.stderr, flush=True)
+            if progress:  # in the result's units (bytes or compute), not CP-SAT's scaled integers
+                print(f"  [{label}] {t:7.2f}s  {_cp_units(cp, self.ObjectiveValue())}  "
+                      f"bound {_cp_units(cp, self.BestObjectiveBound())}", file=sys.stderr, flush=True)
 
     if _INTERRUPTED.is_set():  # Ctrl-C in an earlier phase: run no further search
         return "unknown", None, None, 0.0, log
@@ -649,7 +887,9 @@ def pareto_sweep(graph: Graph, budgets, method: str = "cp", cap=None, time_limit
         rows.append({
             "budget_ratio": round(B / P, 6) if P else None, "budget": B, "status": res.status, "peak": res.peak,
             "compute": res.compute, "overhead_pct": None if res.compute is None else 100.0 * (res.compute - base) / base,
-            "lower_bound": res.lower_bound, "wall_s": round(res.wall_s, 3), "message": res.message,
+            "lower_bound": res.lower_bound, "scope": res.scope, "class_status": res.class_status,
+            "class_lower_bound": res.class_lower_bound, "order": res.params.get("order"),
+            "wall_s": round(res.wall_s, 3), "message": res.message,
         })
         if progress:
             r = rows[-1]
@@ -672,6 +912,10 @@ def result_json(graph: Graph, res: SolveResult) -> dict:
         "overhead_pct": None if res.compute is None else round(100.0 * (res.compute - base) / base, 6) if base else 0.0,
         "budget": res.params.get("budget"),
         "lower_bound": res.lower_bound,
+        "order": res.params.get("order", "free"),
+        "scope": res.scope,
+        "class_status": res.class_status,
+        "class_lower_bound": res.class_lower_bound,
         "wall_s": round(res.wall_s, 6),
         "schedule": res.schedule.to_names(graph) if res.schedule is not None else None,
         "recomputations": res.evaluation.recomputations if res.evaluation else None,
