@@ -23,6 +23,7 @@ class Status:
     FEASIBLE = "feasible"
     INFEASIBLE = "infeasible"
     TIMEOUT = "timeout"
+    INTERRUPTED = "interrupted"  # stopped by Ctrl-C: the best schedule and bound found so far
     UNKNOWN = "unknown"  # no schedule and no proof for the asked problem (e.g. a narrower class is infeasible)
     ERROR = "error"
 
