@@ -309,12 +309,12 @@ def _solve_part(part: _Part, capacity: int | None, minimize: bool, method: str, 
     best_off, best_h = list(off), top
     stats["greedy"] = max(stats.get("greedy", 0), top)
     hard_cap = capacity if capacity is not None else None
-    if best_h <= lb:
-        return best_off, best_h, lb
     if hard_cap is not None and lb > hard_cap:
         return None, None, lb
-    if method == "greedy":
+    if best_h <= lb:
         return best_off, best_h, lb
+    if method == "greedy":
+        return (best_off, best_h, lb) if hard_cap is None or best_h <= hard_cap else (None, None, lb)
     # the target height: a placement at or below it answers the question asked
     if method in ("auto", "search"):
         # 1. feasibility at the lower bound (or at the capacity when no minimization is asked),
@@ -436,3 +436,56 @@ def solve_arena(buffers, *, capacity: int | None = None, minimize: bool | None =
     status = "optimal" if size == lb else "feasible"
     return ArenaResult(bufs, offsets, size, lb, status, capacity, time.perf_counter() - t0, method, ml, greedy,
                        stats.get("nodes", 0), stats)
+
+
+class ArenaTimeout(Exception):
+    """The canonical search ran out of time (raised by :func:`search_fits` / :func:`search_minimize`)."""
+
+
+def _per_part(buffers, fn):
+    bufs = check_buffers(buffers)
+    offsets = [0] * len(bufs)
+    live = [i for i, b in enumerate(bufs) if b.size > 0]
+    sub = [bufs[i] for i in live]
+    top = 0
+    for comp in components(sub):
+        part = _Part([sub[i] for i in comp])
+        off = fn(part)
+        if off is None:
+            return None, None
+        for k, i in enumerate(comp):
+            offsets[live[i]] = int(off[k])
+        top = max(top, max(int(o) + b.size for o, b in zip(off, part.bufs)))
+    return offsets, top
+
+
+def search_fits(buffers, capacity: int, *, preorder: str = "WAT", time_limit: float = 60.0):
+    """The canonical search alone (no greedy, no CP-SAT, no node limits): offsets of a
+    placement within ``capacity``, or None when the exhausted search proves there is none."""
+    deadline = time.perf_counter() + time_limit
+
+    def fn(part):
+        s = _Search(part, capacity, part.rank(preorder), deadline, None, improve=False)
+        try:
+            return s.best if s.run() else None
+        except _Timeout:
+            raise ArenaTimeout(f"no answer within {time_limit} s") from None
+
+    return _per_part(buffers, fn)[0]
+
+
+def search_minimize(buffers, *, preorder: str = "WAT", time_limit: float = 60.0):
+    """The branch and bound alone, started from the trivial stack (every buffer on top of
+    the previous one): (offsets, arena) of a least arena."""
+    deadline = time.perf_counter() + time_limit
+
+    def fn(part):
+        cap = int(part.size.sum())
+        s = _Search(part, cap, part.rank(preorder), deadline, None, improve=True)
+        try:
+            s.run()
+        except _Timeout:
+            raise ArenaTimeout(f"no proof within {time_limit} s") from None
+        return s.best
+
+    return _per_part(buffers, fn)

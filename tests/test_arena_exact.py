@@ -1,0 +1,164 @@
+"""The arena planners against brute force on tiny random instances, and the checker itself.
+
+Brute force: for every order of the buffers, place each at the lowest address that is free
+of the already placed conflicting buffers; the least arena over all orders is the optimum
+(dropping the buffers of an optimal placement in offset order never raises one, docs/arena.md).
+"""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from memsched.formulations import MemschedError
+from memsched.solvers.arena import Buffer, PlacementError, check_placement, solve_arena
+from memsched.solvers.arena.bounds import lower_bound, max_live
+from memsched.solvers.arena.greedy import best_greedy
+
+
+def _lowest_fit(bufs, order):
+    off = {}
+    for i in order:
+        b = bufs[i]
+        busy = sorted((off[j], off[j] + bufs[j].size) for j in off
+                      if bufs[j].lower < b.upper and b.lower < bufs[j].upper)
+        x = 0
+        for lo, hi in busy:
+            if x + b.size <= lo:
+                break
+            x = max(x, hi)
+        off[i] = x
+    return max((off[i] + bufs[i].size for i in off), default=0)
+
+
+def brute_force(bufs) -> int:
+    return min(_lowest_fit(bufs, p) for p in itertools.permutations(range(len(bufs))))
+
+
+@st.composite
+def instances(draw, max_n=6):
+    n = draw(st.integers(1, max_n))
+    out = []
+    for k in range(n):
+        lo = draw(st.integers(0, 6))
+        up = draw(st.integers(lo + 1, 8))
+        out.append(Buffer(str(k), lo, up, draw(st.integers(1, 5))))
+    return out
+
+
+def _pairwise_ok(bufs, offs) -> bool:
+    for i, j in itertools.combinations(range(len(bufs)), 2):
+        a, b = bufs[i], bufs[j]
+        if a.lower < b.upper and b.lower < a.upper and offs[i] < offs[j] + b.size and offs[j] < offs[i] + a.size:
+            return False
+    return True
+
+
+@settings(max_examples=300, deadline=None)
+@given(instances())
+def test_search_is_optimal_and_bounds_hold(bufs):
+    opt = brute_force(bufs)
+    r = solve_arena(bufs, method="search", time_limit=30)
+    assert r.status == "optimal"
+    assert r.arena_size == opt
+    assert check_placement(bufs, r.offsets) == opt
+    assert max_live(bufs) <= lower_bound(bufs) <= opt
+    assert r.lower_bound == opt
+    assert best_greedy(bufs)[2] >= opt
+
+
+@settings(max_examples=200, deadline=None)
+@given(instances())
+def test_capacity_answers_match_brute_force(bufs):
+    opt = brute_force(bufs)
+    fit = solve_arena(bufs, capacity=opt, method="search", time_limit=30)
+    assert fit.status in ("feasible", "optimal") and fit.arena_size <= opt
+    check_placement(bufs, fit.offsets, opt)
+    tight = solve_arena(bufs, capacity=opt - 1, method="search", time_limit=30)
+    assert tight.status == "infeasible" and tight.offsets is None
+    assert tight.lower_bound >= opt
+
+
+@settings(max_examples=60, deadline=None)
+@given(instances(max_n=5))
+def test_cpsat_backstop_is_optimal(bufs):
+    r = solve_arena(bufs, method="cpsat", time_limit=30)
+    assert r.status == "optimal" and r.arena_size == brute_force(bufs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(instances(), st.data())
+def test_checker_agrees_with_pairwise_test(bufs, data):
+    offs = [data.draw(st.integers(0, 8)) for _ in bufs]
+    if _pairwise_ok(bufs, offs):
+        assert check_placement(bufs, offs) == max(o + b.size for o, b in zip(offs, bufs))
+    else:
+        with pytest.raises(PlacementError):
+            check_placement(bufs, offs)
+
+
+def test_checker_rejects_capacity_and_negative():
+    bufs = [Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4)]
+    assert check_placement(bufs, [0, 4]) == 8
+    with pytest.raises(PlacementError, match="capacity"):
+        check_placement(bufs, [0, 4], capacity=7)
+    with pytest.raises(PlacementError, match="'a'"):
+        check_placement(bufs, [-1, 4])
+    with pytest.raises(PlacementError, match="overlap"):
+        check_placement(bufs, [0, 3])
+
+
+def test_components_zero_sizes_and_errors():
+    bufs = [Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4), Buffer("z", 0, 9, 0), Buffer("c", 5, 7, 6)]
+    r = solve_arena(bufs)
+    assert r.status == "optimal" and r.arena_size == 8 and r.extra["parts"] == 2
+    assert r.offset_map()["z"] == 0
+    with pytest.raises(MemschedError, match="method"):
+        solve_arena(bufs, method="nope")
+    with pytest.raises(MemschedError, match="twice"):
+        solve_arena(bufs + [Buffer("a", 0, 1, 1)])
+    with pytest.raises(MemschedError, match="lower"):
+        solve_arena([Buffer("x", 3, 3, 1)])
+    assert solve_arena([]).arena_size == 0
+
+
+def test_fragmentation_instance_needs_more_than_max_live():
+    # classic gap: a and c share time with b only at their ends; b can't sit above both
+    bufs = [Buffer("a", 0, 2, 2), Buffer("b", 1, 3, 2), Buffer("c", 2, 4, 2), Buffer("d", 0, 1, 1),
+            Buffer("e", 3, 4, 1), Buffer("f", 1, 2, 1), Buffer("g", 2, 3, 1)]
+    opt = brute_force(bufs)
+    r = solve_arena(bufs, method="search")
+    assert r.arena_size == opt and r.status == "optimal"
+    assert r.lower_bound == opt >= r.max_live
+
+
+from memsched.solvers.arena.exact import PREORDERS, search_fits, search_minimize  # noqa: E402
+
+
+@st.composite
+def tight_instances(draw):
+    """Short, overlapping lifetimes and mixed sizes: greedy often misses, the search must work."""
+    n = draw(st.integers(3, 7))
+    out = []
+    for k in range(n):
+        lo = draw(st.integers(0, 4))
+        out.append(Buffer(str(k), lo, lo + draw(st.integers(1, 3)), draw(st.sampled_from([1, 2, 3, 5]))))
+    return out
+
+
+@settings(max_examples=250, deadline=None)
+@given(tight_instances(), st.sampled_from(PREORDERS))
+def test_search_alone_decides_exactly(bufs, preorder):
+    opt = brute_force(bufs)
+    offs = search_fits(bufs, opt, preorder=preorder)
+    assert offs is not None
+    assert check_placement(bufs, offs, opt) <= opt
+    assert search_fits(bufs, opt - 1, preorder=preorder) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(tight_instances())
+def test_branch_and_bound_alone_minimizes(bufs):
+    offs, top = search_minimize(bufs)
+    assert top == brute_force(bufs) == check_placement(bufs, offs)
