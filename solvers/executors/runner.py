@@ -57,12 +57,17 @@ def scaled_graph(graph: Graph, scale: int) -> Graph:
                  name=f"{graph.name}/scale{scale}", meta=dict(graph.meta, scale=scale))
 
 
-def run_program(source: str, *, timeout: float = 600.0) -> dict:
-    """Write ``source`` to a file, run it with this Python, return its MEMSCHED-RESULT JSON."""
+def _env(extra: dict | None) -> dict:
+    return dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), **(extra or {}))
+
+
+def run_program(source: str, *, timeout: float = 600.0, env: dict | None = None) -> dict:
+    """Write ``source`` to a file, run it with this Python (``env``: extra environment
+    variables), return its MEMSCHED-RESULT JSON."""
     with tempfile.TemporaryDirectory(prefix="memsched-run-") as d:
         path = Path(d) / "prog.py"
         path.write_text(source)
-        env = dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+        env = _env(env)
         try:
             cp = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=timeout,
                                 cwd=d, env=env)
@@ -94,7 +99,8 @@ print("MEMSCHED-RESULTS " + json.dumps(out))
 """
 
 
-def run_programs(sources: list[str], *, timeout: float = 600.0, isolate: bool = False, jobs: int = 1) -> list[dict]:
+def run_programs(sources: list[str], *, timeout: float = 600.0, isolate: bool = False, jobs: int = 1,
+                 env: dict | None = None) -> list[dict]:
     """Run several emitted programs one after another in ONE subprocess (one interpreter
     start, one torch import); each program measures only itself. With ``isolate`` every
     program runs in its own fresh process (required on CUDA, where the caching allocator
@@ -103,11 +109,11 @@ def run_programs(sources: list[str], *, timeout: float = 600.0, isolate: bool = 
         return []
     if isolate:
         if jobs <= 1 or len(sources) == 1:
-            return [run_program(src, timeout=timeout) for src in sources]
+            return [run_program(src, timeout=timeout, env=env) for src in sources]
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            return list(pool.map(lambda src: run_program(src, timeout=timeout), sources))
+            return list(pool.map(lambda src: run_program(src, timeout=timeout, env=env), sources))
     with tempfile.TemporaryDirectory(prefix="memsched-run-") as d:
         paths = []
         for k, src in enumerate(sources):
@@ -116,7 +122,7 @@ def run_programs(sources: list[str], *, timeout: float = 600.0, isolate: bool = 
             paths.append(str(p))
         drv = Path(d) / "driver.py"
         drv.write_text(_BATCH_DRIVER)
-        env = dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+        env = _env(env)
         try:
             cp = subprocess.run([sys.executable, str(drv), *paths], capture_output=True, text=True,
                                 timeout=timeout, cwd=d, env=env)
