@@ -45,7 +45,7 @@ from memsched.formulations import Graph
 from .heuristics import run_heuristics
 
 __all__ = [
-    "Reach", "reachability", "initial_bound", "per_op_bound", "TrapSolver", "trap_solver", "step_memory",
+    "REACH_MASK_MAX_OPS", "Reach", "reachability", "initial_bound", "per_op_bound", "TrapSolver", "trap_solver", "step_memory",
     "trap_values", "trap_bound", "reverse_trap_value", "reverse_bound", "naive_reversed_graph_bound",
     "pair_bound", "precedence_refutes", "precedence_bound",
     "bound_report",
@@ -71,11 +71,22 @@ class Reach:
         return bool((self.anc[v] >> u) & 1 or (self.desc[v] >> u) & 1)
 
 
-def reachability(g: Graph) -> Reach:
-    """Ancestors and descendants of every operator, O(n * edges / 64)."""
+#: Above this many operators no ancestor / descendant bitmasks are built (they take
+#: about n^2 / 4 bytes: 100 MB at 20,000 operators, 2.5 GB at 10^5); the trap solver
+#: then finds each query's ancestors and descendants by a search, and the bounds that
+#: need the masks for all operators at once (learned precedences) are skipped.
+REACH_MASK_MAX_OPS = 20_000
+
+
+def reachability(g: Graph) -> Reach | None:
+    """Ancestors and descendants of every operator, O(n * edges / 64) time and
+    O(n^2 / 8) bytes; ``None`` when the graph has more than :data:`REACH_MASK_MAX_OPS`
+    operators."""
     cached = getattr(g, "_memsched_reach", None)
     if cached is not None:
         return cached
+    if g.n_ops > REACH_MASK_MAX_OPS:
+        return None
     topo = g.topological_order()
     anc, desc = g.reach_masks()
     r = Reach(topo, anc, desc)
@@ -137,7 +148,8 @@ class TrapSolver:
         self.g = g
         n, nt = g.n_ops, g.n_tensors
         self.n = n
-        self.reach = reachability(g)
+        self.reach = reachability(g)  # None on large graphs: per-query searches instead
+        self.pred, self.succ = g.op_pred(), g.op_succ()
         kept = g.kept_idx()
         self.t_prod = np.array(g.producer, dtype=np.int64)
         self.t_size = np.array(g.size, dtype=np.int64)
@@ -160,6 +172,7 @@ class TrapSolver:
         self.e_child = np.array(ec, dtype=np.int64)
         self.e_par = np.array(ep, dtype=np.int64)
         self.INF = int(self.t_size.sum()) * 2 + 1
+        self.prod = np.where(self.t_prod < 0, n, self.t_prod)  # graph inputs -> pseudo-operator n
         self.run = [sum(g.size[j] for j in g.op_out[v]) + g.workspace[v] for v in range(n)]
         self.n_solves = 0
 
@@ -176,25 +189,83 @@ class TrapSolver:
 
     def closure_in(self, m: int) -> int:
         """m with all its ancestors."""
+        if self.reach is None:
+            return self._bool_to_mask(self._search(list(self._mask_set(m)), self.pred))
         return self._closure(m, self.reach.anc)
 
     def closure_out(self, m: int) -> int:
         """m with all its descendants."""
+        if self.reach is None:
+            return self._bool_to_mask(self._search(list(self._mask_set(m)), self.succ))
         return self._closure(m, self.reach.desc)
+
+    def _search(self, seeds: list[int], adj) -> np.ndarray:
+        """Boolean array of the seeds and everything reachable from them along ``adj``
+        (O(size of the result + its edges); used when there are no bitmasks)."""
+        seen = bytearray(self.n)
+        stack = []
+        for x in seeds:
+            if not seen[x]:
+                seen[x] = 1
+                stack.append(x)
+        while stack:
+            x = stack.pop()
+            for y in adj[x]:
+                if not seen[y]:
+                    seen[y] = 1
+                    stack.append(y)
+        return np.frombuffer(bytes(seen), dtype=np.uint8).astype(bool)
+
+    @staticmethod
+    def _bool_to_mask(b: np.ndarray) -> int:
+        return int.from_bytes(np.packbits(b, bitorder="little").tobytes(), "little") if len(b) else 0
+
+    def state(self, v: int, extra_in: int = 0, extra_out: int = 0):
+        """int8 state of every operator for the moment v runs (0 = before: the ancestors
+        of v and of ``extra_in``; 2 = after: v, its descendants and those of
+        ``extra_out``; 1 = free), or None if the two sides meet."""
+        n = self.n
+        st = np.ones(n, dtype=np.int8)
+        if self.reach is not None:
+            r = self.reach
+            fin = r.anc[v] | self.closure_in(extra_in) if extra_in else r.anc[v]
+            fout = (r.desc[v] | (1 << v)) | (self.closure_out(extra_out) if extra_out else 0)
+            if fin & fout:
+                return None
+            st[_mask_to_bool(fin, n)] = 0
+            st[_mask_to_bool(fout, n)] = 2
+            return st
+        bin_ = self._search(list(self.pred[v]) + list(self._mask_set(extra_in)), self.pred)
+        bout = self._search([v] + list(self._mask_set(extra_out)), self.succ)
+        if (bin_ & bout).any():
+            return None
+        st[bin_] = 0
+        st[bout] = 2
+        return st
 
     def min_resident_masks(self, in_mask: int, out_mask: int, want_set: bool = False):
         """min resident(S) over down-closed S ⊇ in_mask with S ∩ out_mask = ∅; the masks
         must already be closed (ancestors / descendants). None if they intersect."""
-        from ortools.graph.python import max_flow
-
         if in_mask & out_mask:
             return (None, None) if want_set else None
         n = self.n
-        st = np.ones(n + 1, dtype=np.int8)  # 0 = IN, 1 = free, 2 = OUT; index n = graph input
-        st[:n][_mask_to_bool(in_mask, n)] = 0
-        st[:n][_mask_to_bool(out_mask, n)] = 2
+        st = np.ones(n, dtype=np.int8)
+        st[_mask_to_bool(in_mask, n)] = 0
+        st[_mask_to_bool(out_mask, n)] = 2
+        return self.min_resident_state(st, want_set)
+
+    def min_resident_state(self, st_ops: np.ndarray, want_set: bool = False):
+        """min resident(S) over down-closed S containing the operators of state 0 and none
+        of state 2 (``st_ops``: int8 per operator, the two sides already closed).
+        One vectorized pass over the precomputed tensor / edge arrays, then a max-flow
+        on the free operators only."""
+        from ortools.graph.python import max_flow
+
+        n = self.n
+        st = np.empty(n + 1, dtype=np.int8)  # 0 = IN, 1 = free, 2 = OUT; index n = graph input
+        st[:n] = st_ops
         st[n] = 0
-        prod = np.where(self.t_prod < 0, n, self.t_prod)
+        prod = self.prod
         pst = st[prod]
         cst = st[self.ent_c]
         nt = len(self.t_size)
@@ -210,7 +281,7 @@ class TrapSolver:
         free_ops = np.nonzero(st[:n] == 1)[0]
         if len(free_ops) == 0:
             res = const
-            return (res, self._mask_set(in_mask)) if want_set else res
+            return (res, self._state_set(st_ops)) if want_set else res
         node = np.full(n, -1, dtype=np.int64)
         node[free_ops] = np.arange(2, 2 + len(free_ops))
         zt = np.nonzero(znode_t)[0]
@@ -243,10 +314,14 @@ class TrapSolver:
         res = int(mf.optimal_flow()) + const
         if not want_set:
             return res
-        side = set(self._mask_set(in_mask))
+        side = self._state_set(st_ops)
         inv = {int(k): int(u) for u, k in zip(free_ops, node[free_ops])}
         side.update(inv[x] for x in mf.get_source_side_min_cut() if x in inv)
         return res, side
+
+    @staticmethod
+    def _state_set(st_ops: np.ndarray) -> set[int]:
+        return set(int(x) for x in np.nonzero(st_ops == 0)[0])
 
     @staticmethod
     def _mask_set(m: int) -> set[int]:
@@ -260,10 +335,10 @@ class TrapSolver:
     def trap(self, v: int, extra_in: int = 0, extra_out: int = 0, want_set: bool = False):
         """Least memory while v runs, over all states with ``extra_in`` before v and
         ``extra_out`` after v (masks of operators; closed here). None if contradictory."""
-        r = self.reach
-        fin = r.anc[v] | self.closure_in(extra_in) if extra_in else r.anc[v]
-        fout = (r.desc[v] | (1 << v)) | (self.closure_out(extra_out) if extra_out else 0)
-        out = self.min_resident_masks(fin, fout, want_set)
+        st = self.state(v, extra_in, extra_out)
+        if st is None:
+            return (None, None) if want_set else None
+        out = self.min_resident_state(st, want_set)
         if want_set:
             val, side = out
             return (None if val is None else val + self.run[v]), side
@@ -297,16 +372,27 @@ def trap_values(g: Graph) -> list[int]:
     return [ts.trap(v) for v in range(g.n_ops)]
 
 
-def trap_bound(g: Graph, orders=None, want_critical: bool = False):
+def _note(info: dict | None, **kw) -> None:
+    if info is not None:
+        info.update(kw)
+
+
+def trap_bound(g: Graph, orders=None, want_critical: bool = False, *, time_budget: float | None = None,
+               info: dict | None = None):
     """max(initial state, max over v of the forward trap value of v).
 
     ``orders``: known orders; the memory of v in any order is an upper bound on v's trap
     value, so operators whose least such memory is at most the best value found so far
-    are skipped (they cannot raise the maximum). Returns the bound, or with
-    ``want_critical`` (bound, critical operator or -1)."""
+    are skipped (they cannot raise the maximum). Operators are tried in decreasing order
+    of that memory; with ``time_budget`` (seconds, checked before every min cut) the
+    maximum over the operators tried so far is returned, which is still a lower bound
+    (each trap value is one); ``info`` then gets ``complete`` False. Returns the bound,
+    or with ``want_critical`` (bound, critical operator or -1)."""
+    t0 = time.perf_counter()
     n = g.n_ops
     best, crit = initial_bound(g), -1
     if n == 0:
+        _note(info, complete=True, queries=0)
         return (best, crit) if want_critical else best
     ts = trap_solver(g)
     if orders is None:
@@ -316,12 +402,18 @@ def trap_bound(g: Graph, orders=None, want_critical: bool = False):
         m = step_memory(g, o)
         ub = m if ub is None else [min(a, b) for a, b in zip(ub, m)]
     # the per-operator bound is a free lower bound of each trap value
+    queries, complete = 0, True
     for v in sorted(range(n), key=lambda u: -ub[u]):
         if ub[v] <= best:
             break
+        if time_budget is not None and time.perf_counter() - t0 > time_budget:
+            complete = False
+            break
         t = ts.trap(v)
+        queries += 1
         if t > best:
             best, crit = t, v
+    _note(info, complete=complete, queries=queries)
     return (best, crit) if want_critical else best
 
 
@@ -339,13 +431,11 @@ def reverse_trap_value(g: Graph, v: int) -> int:
     from ortools.graph.python import max_flow
 
     ts = trap_solver(g)
-    r = ts.reach
     n = g.n_ops
-    st = np.ones(n + 1, dtype=np.int8)  # 0 = before v (out of U), 1 = free, 2 = in U; n = graph input
-    st[:n][_mask_to_bool(r.anc[v], n)] = 0
-    st[:n][_mask_to_bool(r.desc[v] | (1 << v), n)] = 2
+    st = np.empty(n + 1, dtype=np.int8)  # 0 = before v (out of U), 1 = free, 2 = in U; n = graph input
+    st[:n] = ts.state(v)
     st[n] = 0
-    prod = np.where(ts.t_prod < 0, n, ts.t_prod)
+    prod = ts.prod
     pst = st[prod]
     cst = st[ts.ent_c]
     nt = len(ts.t_size)
@@ -384,21 +474,30 @@ def reverse_trap_value(g: Graph, v: int) -> int:
     return val + ts.run[v]
 
 
-def reverse_bound(g: Graph, orders=None) -> int:
+def reverse_bound(g: Graph, orders=None, *, time_budget: float | None = None, info: dict | None = None) -> int:
     """max(initial state, max over v of the reverse trap value), skipping operators whose
-    memory in a known order is at most the best value so far (as ``trap_bound``)."""
+    memory in a known order is at most the best value so far, within ``time_budget``
+    (as ``trap_bound``)."""
+    t0 = time.perf_counter()
     n = g.n_ops
     best = initial_bound(g)
     if n == 0:
+        _note(info, complete=True, queries=0)
         return best
     ub = None
     for o in (orders or [g.given_order()]):
         m = step_memory(g, o)
         ub = m if ub is None else [min(a, b) for a, b in zip(ub, m)]
+    queries, complete = 0, True
     for v in sorted(range(n), key=lambda u: -ub[u]):
         if ub[v] <= best:
             break
+        if time_budget is not None and time.perf_counter() - t0 > time_budget:
+            complete = False
+            break
         best = max(best, reverse_trap_value(g, v))
+        queries += 1
+    _note(info, complete=complete, queries=queries)
     return best
 
 
@@ -415,7 +514,7 @@ def naive_reversed_graph_bound(g: Graph) -> int:
 
 # ------------------------------------------------------------------ pairs
 def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: float = 0.3,
-               max_pairs: int | None = None) -> int:
+               max_pairs: int | None = None, *, info: dict | None = None) -> int:
     """Pair trap bound: for incomparable u, v every order runs u before v or v before u;
     with u before v the moment of v has u (and its ancestors) in its state and the moment
     of u has v (and its descendants) outside, so that case costs at least
@@ -424,20 +523,39 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
 
     Only pairs that can raise the bound are tried: in every known order the larger of the
     two operators' memories must exceed the current bound. Pairs are tried in decreasing
-    order of that estimate until ``time_budget`` seconds or ``max_pairs`` pairs."""
+    order of that estimate until ``time_budget`` seconds or ``max_pairs`` pairs. The
+    budget is checked from the first step on (the trap bound when ``base`` is None, the
+    memories of the known orders, every candidate pair listed): the result is then the
+    best bound so far, never a wrong one. Without bitmasks (large graphs) comparable
+    pairs are not filtered out beforehand; for them one case is contradictory and the
+    other costs at most the trap bound, so they never raise it."""
     t0 = time.perf_counter()
+
+    def out_of_time() -> bool:
+        return time.perf_counter() - t0 > time_budget
+
     n = g.n_ops
-    best = trap_bound(g, orders) if base is None else base
+    best = trap_bound(g, orders, time_budget=time_budget) if base is None else base
     if n < 2:
+        _note(info, complete=True, pairs=0)
         return best
     ts = trap_solver(g)
     r = ts.reach
-    mems = [step_memory(g, o) for o in (orders or [g.given_order()])]
+    mems = []
+    for o in (orders or [g.given_order()]):
+        if out_of_time():
+            _note(info, complete=False, pairs=0)
+            return best
+        mems.append(step_memory(g, o))
     hot = [v for v in range(n) if max(m[v] for m in mems) > best]
     cands = []
+    complete = True
     for a in range(len(hot)):
+        if out_of_time():
+            complete = False
+            break
         u = hot[a]
-        cu = r.anc[u] | r.desc[u]
+        cu = (r.anc[u] | r.desc[u]) if r is not None else 0
         for b in range(a + 1, len(hot)):
             v = hot[b]
             if (cu >> v) & 1:
@@ -445,12 +563,18 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
             est = min(max(m[u], m[v]) for m in mems)
             if est > best:
                 cands.append((-est, u, v))
+            if len(cands) & 4095 == 0 and out_of_time():
+                complete = False
+                break
+        if not complete:
+            break
     cands.sort()
     tried = 0
     for negest, u, v in cands:
         if -negest <= best:
             break
-        if time.perf_counter() - t0 > time_budget or (max_pairs is not None and tried >= max_pairs):
+        if out_of_time() or (max_pairs is not None and tried >= max_pairs):
+            complete = False
             break
         tried += 1
         cases = []
@@ -469,6 +593,7 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
         vals = [c for c in cases if c is not None]
         if len(cases) == 2 and vals:
             best = max(best, min(vals))
+    _note(info, complete=complete, pairs=tried)
     return best
 
 
@@ -478,30 +603,39 @@ def _heuristic_orders(g: Graph) -> list[list[int]]:
     return [order for _, order, _ in run_heuristics(g, ["given", "greedy", "lpmf", "dfs"])]
 
 
-def bound_report(g: Graph, *, pair_budget: float = 0.3, shave_budget: float = 0.0) -> dict:
+def bound_report(g: Graph, *, pair_budget: float = 0.3, shave_budget: float = 0.0,
+                 trap_budget: float | None = None) -> dict:
     """All lower bounds with their wall times:
-    ``{"graph", "operators", "lower_bound", "bounds": {name: {"value", "wall_s"}}}``.
+    ``{"graph", "operators", "lower_bound", "bounds": {name: {"value", "wall_s"[, "note"]}}}``.
     ``shave_budget`` > 0 adds the learned-precedence bound (bisection up to the best
-    heuristic order's peak) within that many seconds."""
+    heuristic order's peak) within that many seconds. ``trap_budget`` limits the trap and
+    reverse bounds each (seconds). A bound stopped by its budget, or skipped, keeps a
+    valid value (the best so far, or the bound it started from) and says why in
+    ``note``."""
     out: dict = {}
 
     def timed(name, f):
         t = time.perf_counter()
-        v = f()
+        inf: dict = {}
+        v = f(inf)
         out[name] = {"value": int(v), "wall_s": round(time.perf_counter() - t, 6)}
+        if inf.get("skipped"):
+            out[name]["note"] = inf["skipped"]
+        elif inf.get("complete") is False:
+            out[name]["note"] = "stopped by its time budget: best value so far"
         return v
 
     t = time.perf_counter()
     orders = _heuristic_orders(g)
     prep = time.perf_counter() - t
-    timed("initial", lambda: initial_bound(g))
-    timed("per_op", lambda: per_op_bound(g))
-    tr = timed("trap", lambda: trap_bound(g, orders))
-    timed("reverse", lambda: reverse_bound(g, orders))
-    pb = timed("pair", lambda: pair_bound(g, orders, base=tr, time_budget=pair_budget))
+    timed("initial", lambda inf: initial_bound(g))
+    timed("per_op", lambda inf: per_op_bound(g))
+    tr = timed("trap", lambda inf: trap_bound(g, orders, time_budget=trap_budget, info=inf))
+    timed("reverse", lambda inf: reverse_bound(g, orders, time_budget=trap_budget, info=inf))
+    pb = timed("pair", lambda inf: pair_bound(g, orders, base=tr, time_budget=pair_budget, info=inf))
     if shave_budget > 0 and g.n_ops:
         ub = min(step_max for step_max in (max(step_memory(g, o)) for o in orders))
-        timed("precedence", lambda: precedence_bound(g, pb, ub, time_budget=shave_budget))
+        timed("precedence", lambda inf: precedence_bound(g, pb, ub, time_budget=shave_budget, info=inf))
     best = max(b["value"] for b in out.values())
     return {"graph": g.name, "operators": g.n_ops, "lower_bound": best, "bounds": out,
             "orders_wall_s": round(prep, 6)}
@@ -526,6 +660,8 @@ def precedence_refutes(g: Graph, theta: int, *, time_budget: float = 5.0, max_ro
         return True
     ts = trap_solver(g)
     r = ts.reach
+    if r is None:  # learned precedences are kept as bitmasks of all operators
+        return None
     before = list(r.anc)  # closed sets of operators known to run before v
     after = list(r.desc)
 
@@ -588,13 +724,16 @@ def precedence_refutes(g: Graph, theta: int, *, time_budget: float = 5.0, max_ro
     return False
 
 
-def precedence_bound(g: Graph, lower: int, upper: int, *, time_budget: float = 5.0) -> int:
+def precedence_bound(g: Graph, lower: int, upper: int, *, time_budget: float = 5.0, info: dict | None = None) -> int:
     """Raise the proven lower bound ``lower`` (< ``upper``, a known order's peak) with
     :func:`precedence_refutes`: galloping upwards from ``lower`` (a refutation of theta
     proves peak >= theta + 1 and is cheap; a failure costs a full fixpoint and shrinks
-    the step)."""
+    the step). Skipped (``lower`` returned) above :data:`REACH_MASK_MAX_OPS` operators."""
     t0 = time.perf_counter()
     lo = lower
+    if g.n_ops > REACH_MASK_MAX_OPS:
+        _note(info, skipped=f"skipped: more than {REACH_MASK_MAX_OPS} operators (needs O(n^2) bitmasks)")
+        return lo
     step = max(1, (upper - lower) // 64)
     while lo < upper:
         left = time_budget - (time.perf_counter() - t0)
