@@ -214,8 +214,8 @@ def check_plan(buffers: list[Buffer], offsets: list[int]) -> int:
 
 def plan_arena(graph: Graph, schedule: Schedule, *, method: str = "auto", time_limit: float = 10.0,
                workers: int = 1) -> ArenaPlan:
-    """Plan one arena for ``schedule``. ``method``: "best-fit", "cpsat", or "auto" (best-fit,
-    then CP-SAT only when best-fit misses the peak lower bound)."""
+    """Plan one arena for ``schedule``. ``method``: "best-fit" (greedy only), "cpsat", or "auto"
+    (:func:`memsched.solvers.arena.solve_arena`: greedy, exact canonical search, CP-SAT backstop)."""
     t0 = time.perf_counter()
     bufs = buffers_of(graph, schedule)
     peak = evaluate(graph, schedule).peak
@@ -225,15 +225,13 @@ def plan_arena(graph: Graph, schedule: Schedule, *, method: str = "auto", time_l
         from memsched.formulations import MemschedError
 
         raise MemschedError(f"arena method must be auto, best-fit or cpsat, got {method!r}")
-    off, size = best_fit(bufs)
-    used = "best-fit"
-    status = "optimal" if size == lb else "feasible"
-    extra = {"best_fit_size": size}
-    if method == "cpsat" or (method == "auto" and size > lb):
-        o2, s2, proven = cpsat_plan(bufs, hint=off, time_limit=time_limit, workers=workers)
-        extra["cpsat_size"] = s2
-        if o2 is not None and s2 <= size:
-            off, size, used = o2, s2, "cpsat"
-            status = "optimal" if (proven or s2 == lb) else "feasible"
+    # the planner of memsched.solvers.arena: greedy, canonical exact search, CP-SAT backstop
+    from memsched.solvers.arena import Buffer as ArenaBuffer, solve_arena
+
+    res = solve_arena([ArenaBuffer(str(k), b.start + 1, b.end + 1, b.size) for k, b in enumerate(bufs)],
+                      method={"auto": "auto", "best-fit": "greedy", "cpsat": "cpsat"}[method], time_limit=time_limit)
+    off, size, status = res.offsets, res.arena_size, res.status
+    used = {"auto": "arena-search", "best-fit": "best-fit", "cpsat": "cpsat"}[method]
+    extra = {"best_fit_size": res.greedy_size, "proven_bound": res.lower_bound, "nodes": res.nodes}
     check_plan(bufs, off)
     return ArenaPlan(bufs, off, size, lb, used, status, time.perf_counter() - t0, extra)
