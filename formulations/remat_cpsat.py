@@ -318,7 +318,10 @@ def build_remat_cp(graph: Graph, budget: int | None, caps: list[int], *, objecti
     initial_units = sum(sz[j] for j in g.input_idx if j not in g.pinned_idx and j not in g.output_idx)
     demands = ret_iv + comp_dem
     if objective == "compute":
-        assert budget is not None
+        if budget is None:
+            from .errors import MemschedError
+
+            raise MemschedError("remat cp: objective 'compute' needs a memory budget")
         cap_units = (budget - const_bytes) // unit
         capacity = cap_units
     else:

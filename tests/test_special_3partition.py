@@ -114,7 +114,8 @@ def test_milp_recovers_the_known_optimum(nums, cap):
     remat = _milp_or_skip()
     g, ans = three_partition_gadget(nums, cap=cap)
     res = remat.solve_remat(g, ans["budget"], method="milp", cap=cap, time_limit=60)
+    # the gadget's answer is about Checkmate's stage class, the MILP's class (class_status)
     if ans["answer"] == "YES":
-        assert res.status == "optimal" and res.compute == pytest.approx(ans["optimum"])
+        assert res.class_status == "optimal" and res.compute == pytest.approx(ans["optimum"])
     else:
-        assert res.status == "infeasible"
+        assert res.class_status == "infeasible" and res.status in ("infeasible", "unknown")

@@ -186,11 +186,17 @@ def test_referees_recover_the_gadget_optimum(method, objective):
         g, ans = knapsack_gadget(items, W, objective)
         if objective == "compute":
             res = remat.solve_remat(g, ans["budget"], method=method, cap=1, time_limit=20)
-            assert res.status == "optimal" and res.compute == pytest.approx(ans["optimum"])
+            assert _claim(res, method) == "optimal" and res.compute == pytest.approx(ans["optimum"])
         else:
             res = remat.solve_remat(g, ans["spine_peak_bytes"] * 3, method=method, cap=1, time_limit=20,
                                     objective="peak", eps=ans["eps"])
-            assert res.status == "optimal" and res.peak == ans["optimum"]
+            assert _claim(res, method) == "optimal" and res.peak == ans["optimum"]
+
+
+def _claim(res, method):
+    """milp solves Checkmate's stage class: its optimality is a class claim (docs/claims.md);
+    cp with a cap solves the asked problem itself."""
+    return res.class_status if method == "milp" else res.status
 
 
 @pytest.mark.parametrize("method", ["milp", "cp"])
@@ -199,7 +205,7 @@ def test_referees_agree_with_the_dp_on_class_instances(method):
     _referee_or_skip(remat, method)
     for g, caps, B, seed in CASES[:100]:
         res = remat.solve_remat(g, B, method=method, cap=caps, time_limit=20)
-        assert res.status == "optimal", (seed, res.status, res.message)
+        assert _claim(res, method) == "optimal", (seed, res.status, res.message)
         assert res.compute == pytest.approx(sp_knapsack.solve(g, B, cap=caps).compute), seed
 
 
@@ -211,5 +217,5 @@ def test_referees_agree_with_the_dp_on_500_class_instances(method):
     _referee_or_skip(remat, method)
     for g, caps, B, seed in _class_cases(500, start=10_000):
         res = remat.solve_remat(g, B, method=method, cap=caps, time_limit=20)
-        assert res.status == "optimal", (seed, res.status)
+        assert _claim(res, method) == "optimal", (seed, res.status)
         assert res.compute == pytest.approx(sp_knapsack.solve(g, B, cap=caps).compute), seed

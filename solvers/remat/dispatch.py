@@ -862,7 +862,8 @@ def _run_cpsat(cp, time_limit, seed, workers, progress, label):
     name = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible", cp_model.INFEASIBLE: "infeasible",
             cp_model.MODEL_INVALID: "invalid"}.get(code, "unknown")
     if name == "invalid":
-        raise AssertionError("remat CP model invalid: " + cp.model.Validate())
+        raise MemschedError("remat cp: CP-SAT rejects the model for this graph (numbers too large for 64-bit "
+                            "integers?): " + cp.model.Validate())
     if name in ("optimal", "feasible"):
         sched = cp.decode(solver.Value, solver.BooleanValue)
         val = solver.Value(cp.capacity) if cp.objective == "peak" else solver.ObjectiveValue()

@@ -33,6 +33,7 @@ of this class.
 from __future__ import annotations
 
 import math
+from functools import reduce
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -43,7 +44,12 @@ from memsched.formulations.schedule import COMPUTE, FREE
 from memsched.solvers.result import SolveResult, Status, Timer, make_result
 from memsched.solvers.special.series_parallel import NotSeriesParallel, decompose_graph
 
-__all__ = ["OutsideClass", "SPClass", "analyze", "solve", "normalize_caps"]
+__all__ = ["OutsideClass", "SPClass", "analyze", "solve", "normalize_caps", "SCOPE"]
+
+# The class solved exactly: every schedule of a graph in the class above, free order
+# (the graph's topological order is unique, so the free and the given order coincide),
+# with the caps as given (docs/claims.md).
+SCOPE = "free"
 
 
 class OutsideClass(MemschedError):
@@ -208,14 +214,18 @@ def _dp(cls: SPClass, B: int, scaled: list[int]):
         k = max(range(m), key=lambda k: base[k])
         return None, (f"step {k} needs {base[k]} bytes even with every droppable tensor recomputed > budget {B}")
     INF = np.int64(2 ** 62)
+    # count bytes in units of the gcd of every size the DP adds (gigabyte budgets of
+    # tensors that are multiples of, e.g., 512 bytes index arrays of B / 512 entries);
+    # with every memory figure a multiple of it, fig <= B iff fig / unit <= B // unit
+    unit = reduce(math.gcd, [x for x in list(base) + [a.size for a in arcs] if x > 0], 0) or 1
     f = {}
     choice = {}
     for i in reversed([-1] + idx):  # children (later in idx, deeper) are done first
-        U = B - M[i]
+        U = (B - M[i]) // unit
         acc = np.zeros(U + 1, dtype=np.int64)
         for c in children[i]:
             fc = f.pop(c)
-            s, w = arcs[c].size, scaled[c]
+            s, w = arcs[c].size // unit, scaled[c]
             keep = np.full(U + 1, INF, dtype=np.int64)
             n_ok = max(0, min(U + 1, len(fc) - s))
             if n_ok:
@@ -234,7 +244,7 @@ def _dp(cls: SPClass, B: int, scaled: list[int]):
         i, u = stack.pop()
         for c in children[i]:
             if choice[c][u]:
-                stack.append((c, u + arcs[c].size))
+                stack.append((c, u + arcs[c].size // unit))
             else:
                 dropped.append(c)
                 stack.append((c, u))
@@ -315,7 +325,7 @@ def solve(graph: Graph, budget_bytes=None, cap=None, objective: str = "compute",
             params["budget"] = B
             best, info = _dp(cls, B, scaled)
             if best is None:
-                return make_result(graph, None, solver="sp-knapsack", status=Status.INFEASIBLE, objective=objective,
+                return make_result(graph, None, solver="sp-knapsack", scope=SCOPE, status=Status.INFEASIBLE, objective=objective,
                                    wall_s=tm.elapsed(), params=params, message=info)
             dropped = info
         else:
@@ -332,7 +342,10 @@ def solve(graph: Graph, budget_bytes=None, cap=None, objective: str = "compute",
             lo = max(max(cls.base), cls.initial)
             hi = lo + sum(a.size for a in cls.arcs)
             best, info = _dp(cls, hi, scaled)
-            assert best is not None
+            if best is None:  # every droppable edge kept fits hi by construction: a bug if not
+                from memsched.solvers.result import SolverDisagreement
+
+                raise SolverDisagreement(f"sp-knapsack: no solution at the all-retained peak {hi} ({info})")
             while lo < hi:
                 mid = (lo + hi) // 2
                 b2, i2 = _dp(cls, mid, scaled)
@@ -346,8 +359,10 @@ def solve(graph: Graph, budget_bytes=None, cap=None, objective: str = "compute",
     extra = {"recompute": [graph.ops[cls.order[cls.arcs[i].a]].name for i in dropped],
              "baseline_compute": float(cls.baseline), "budget": B if objective == "compute" else None}
     claimed = float(cls.baseline + Fraction(best, den)) if objective == "compute" else B
-    res = make_result(graph, sched, solver="sp-knapsack", status=Status.OPTIMAL, objective=objective, claimed=claimed,
+    res = make_result(graph, sched, solver="sp-knapsack", scope=SCOPE, status=Status.OPTIMAL, objective=objective, claimed=claimed,
                       lower_bound=claimed, wall_s=tm.s, params=params, extra=extra)
     if objective == "compute" and res.peak > B:  # cannot happen (proof); guard against regressions
-        raise AssertionError(f"sp-knapsack: schedule peak {res.peak} exceeds budget {B}")
+        from memsched.solvers.result import SolverDisagreement
+
+        raise SolverDisagreement(f"sp-knapsack: schedule peak {res.peak} exceeds budget {B}")
     return res

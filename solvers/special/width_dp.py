@@ -39,7 +39,12 @@ from memsched.formulations.schedule import COMPUTE, FREE
 from memsched.solvers.result import SolveResult, Status, Timer, make_result
 from memsched.solvers.special.sp_knapsack import normalize_caps
 
-__all__ = ["useful_sets", "width", "solve"]
+__all__ = ["useful_sets", "width", "solve", "SCOPE"]
+
+# The class this module solves exactly (docs/claims.md): Checkmate's stage class. Its
+# "optimal"/"infeasible" are statements about that class; memsched.solvers.remat.dispatch
+# reports them as class_status and answers the asked (free or given order) problem apart.
+SCOPE = "given-order-stages"
 
 
 def useful_sets(graph: Graph, caps=None) -> list[set[int]]:
@@ -228,7 +233,8 @@ def _run(graph: Graph, B: int, caps, U, deadline: float, max_states: int):
 def solve(graph: Graph, budget_bytes=None, cap=None, objective: str = "compute", eps: float = 0.0,
           time_limit: float = 60.0, *, extra_compute=None, max_width: int = 20,
           max_states: int = 2_000_000) -> SolveResult:
-    """Exact selective recomputation in the given-order class (module docstring).
+    """Exact selective recomputation in the given-order stage class (module docstring;
+    ``scope`` "given-order-stages": status and bound hold for that class only).
 
     ``objective="compute"``: least compute with peak <= ``budget_bytes``.
     ``objective="peak"``: least peak with compute <= (1 + eps) x baseline (or
@@ -255,7 +261,7 @@ def solve(graph: Graph, budget_bytes=None, cap=None, objective: str = "compute",
                 params["budget"] = B
                 best, info = _run(graph, B, caps, U, deadline, max_states)
                 if best is None:
-                    return make_result(graph, None, solver="width-dp", status=Status.INFEASIBLE, objective=objective,
+                    return make_result(graph, None, solver="width-dp", scope=SCOPE, status=Status.INFEASIBLE, objective=objective,
                                        wall_s=tm.elapsed(), params=params, message=info)
                 claimed = float(best)
                 sched = info
@@ -291,8 +297,8 @@ def solve(graph: Graph, budget_bytes=None, cap=None, objective: str = "compute",
                 claimed = lo
                 params["extra_compute_allowed"] = float(allow - baseline)
         except _Timeout:
-            return make_result(graph, None, solver="width-dp", status=Status.TIMEOUT, objective=objective,
+            return make_result(graph, None, solver="width-dp", scope=SCOPE, status=Status.TIMEOUT, objective=objective,
                                wall_s=tm.elapsed(), params=params, message=f"time limit {time_limit} s reached")
-    return make_result(graph, sched, solver="width-dp", status=Status.OPTIMAL, objective=objective, claimed=claimed,
+    return make_result(graph, sched, solver="width-dp", scope=SCOPE, status=Status.OPTIMAL, objective=objective, claimed=claimed,
                        lower_bound=claimed, wall_s=tm.s, params=params,
                        extra={"baseline_compute": float(baseline), "width": w})
