@@ -21,18 +21,27 @@ three operations per input, whatever the size ratio.
 Measurement is done by the program itself, independently of the model (the
 program never sees the modeled peak):
 
-* numpy: tracemalloc, filtered to numpy's allocation domain
-  (``np.lib.tracemalloc_domain``), sampled after every allocation step (inputs, each
-  compute's outputs + workspace; memory never grows elsewhere); plus a
-  guard: the growth of tracemalloc's global high-water mark during each kernel
-  (``kernel_transient_max``), which bounds any hidden temporary.
+* numpy: a counting allocation handler installed through numpy's NEP 49 hook
+  (``PyDataMem_SetHandler``, reached with ctypes) sees every data allocation and free,
+  so ``realized_peak`` is the exact running maximum of numpy data bytes *including any
+  temporary a kernel makes*; ``kernel_temporary_max`` is the largest growth of those
+  bytes inside one kernel. Beside it, ``realized_peak_without_temporaries``:
+  tracemalloc filtered to numpy's domain (``np.lib.tracemalloc_domain``) sampled after
+  every allocation step (blind to temporaries, as this measure used to be), and
+  ``kernel_transient_max``, the growth of tracemalloc's global high-water mark in a kernel.
 * torch CPU: the profiler's allocation events (``profile_memory=True``); the realized
-  peak is the maximum of the allocator's running ``total_allocated`` counter.
-* torch CUDA: ``torch.cuda.max_memory_allocated()`` minus the allocation before the
-  run (the caching allocator rounds blocks up to 512 bytes, so realized >= modeled).
+  peak is the maximum of the allocator's running ``total_allocated`` counter (every
+  allocation is an event, temporaries included).
+* torch CUDA: ``torch.cuda.memory_stats()["requested_bytes.all.peak"]`` above the value
+  before the first event: the bytes the program requested, exact (the caching
+  allocator's rounding is not in it); ``allocated_peak`` and ``reserved_peak`` (the
+  allocator's blocks and segments) are reported beside it. Each CUDA program runs in
+  a fresh process (:func:`runner.run_programs` with ``isolate``).
 
 With ``arena`` (an :class:`ArenaPlan`) the program allocates one buffer of the plan's
-size and every tensor and workspace is a view at its planned offset.
+size and every tensor and workspace is a view at its planned offset (on CUDA too: one
+``uint8`` block); the program checks each view's address against the plan
+(``arena_offsets_ok``).
 
 Hashes: the sha256 of every hashed tensor (required outputs, or every sink when none
 is required) taken right after its first computation (inputs are never written once
