@@ -14,7 +14,15 @@ any disagreement it names is a bug somewhere in the suite:
 * realized peak != modeled peak on CPU;
 * an output hash differs from the given order's;
 * an "optimal" result beaten by another valid result of the same problem;
+* an "infeasible" result while another result fits the budget;
 * a lower bound above a feasible value of the same problem.
+
+Remat rows answer the asked problem (free order, or with ``order="given"`` the
+given order of first computations; unbounded recomputation): their ``status`` and
+``lower_bound`` are claims about it (docs/claims.md), so every row is checked,
+whatever class its method searched. With ``order="given"`` a schedule whose first
+computations leave the given order is not a solution of the asked problem and is
+not used to refute claims.
 """
 from __future__ import annotations
 
@@ -24,14 +32,14 @@ from dataclasses import dataclass, field
 
 from memsched.formulations import Graph, Schedule, evaluate
 from memsched.formulations.evaluator import ScheduleError
+from memsched.formulations.problems import check_order_scope, first_computations_follow
 
 __all__ = ["Row", "CrosscheckReport", "crosscheck", "find_disagreements", ]
 
 RATIOS = (0.7, 0.8, 0.9)  # the default budget is the smallest of these that is feasible
 MILP_MAX_OPS = 120
 EXEC_MAX_BYTES = 128 << 20  # larger graphs are executed with sizes divided by a common scale
-# methods whose "infeasible" is a proof (a heuristic's "infeasible" only means it found nothing)
-EXACT_METHODS = ("exact", "remat-cp")  # the O(n^2)-variable stage MILP is run only up to this size
+# the O(n^2)-variable stage MILP is run only up to MILP_MAX_OPS operators
 
 
 @dataclass
@@ -52,8 +60,8 @@ class Row:
     wall_s: float = 0.0
     message: str = ""
     json: dict = field(default_factory=dict)  # the underlying command's JSON keys
-    # False when "optimal"/"infeasible"/lower_bound hold only for a restricted problem
-    # (the Checkmate MILP fixes the order of first computations)
+    # status/lower_bound are claims about the asked problem (solve_remat lifts each method's
+    # class claims; docs/claims.md); kept for rows built elsewhere that claim less
     global_claims: bool = True
 
     @property
@@ -73,12 +81,14 @@ class CrosscheckReport:
     backends: list[str]
     wall_s: float
     exec_scale: int = 1  # programs ran with every size divided by this (1 = real sizes)
+    order: str = "free"  # the remat problem's order scope
 
     def to_json(self) -> dict:
         return {
             "graph": self.graph.name,
             "budget": self.budget,
             "budget_ratio": self.budget_ratio,
+            "order": self.order,
             "order_lower_bound": self.order_lower_bound,
             "baseline_compute": self.baseline_compute,
             "backends": self.backends,
@@ -112,7 +122,7 @@ def _same_cost(a: float, b: float) -> bool:
 
 
 def find_disagreements(graph: Graph, rows: list[Row], *, budget: int | None, order_lower_bound: float | None,
-                       reference_hash_method: str = "given") -> list[str]:
+                       reference_hash_method: str = "given", order: str = "free") -> list[str]:
     """Every inconsistency between the rows, as human-readable messages (empty = all agree).
 
     Re-evaluates every schedule with the evaluator and fills ``row.peak``/``row.compute``."""
@@ -156,7 +166,8 @@ def find_disagreements(graph: Graph, rows: list[Row], *, budget: int | None, ord
     # optimality and bounds, per problem
     for problem, key in (("order", "peak"), ("remat", "compute")):
         valid = [r for r in rows if r.problem == problem and r.feasible and getattr(r, key) is not None
-                 and (problem == "order" or budget is None or r.peak <= budget)]
+                 and (problem == "order" or budget is None or r.peak <= budget)
+                 and (problem == "order" or order == "free" or first_computations_follow(graph, r.schedule))]
         if not valid:
             continue
         best = min(valid, key=lambda r: getattr(r, key))
@@ -169,7 +180,7 @@ def find_disagreements(graph: Graph, rows: list[Row], *, budget: int | None, ord
             v = getattr(r, key)
             if r.status == "optimal" and v is not None and best_v < v and not _same_cost(best_v, v):
                 out.append(f"{r.method}: claims optimal {key} {v} but {best.method} reaches {best_v}")
-            if r.status == "infeasible" and r.method in EXACT_METHODS and best.feasible:
+            if r.status == "infeasible" and best.feasible:
                 out.append(f"{r.method}: claims infeasible but {best.method} fits the budget with peak {best.peak}")
             lb = r.lower_bound
             if lb is not None and lb > best_v and not _same_cost(lb, best_v):
@@ -202,12 +213,14 @@ def _available_backends(device_check: bool = True) -> list[tuple[str, str]]:
 
 
 def crosscheck(graph: Graph, *, budget: float | None = None, time_limit: float = 30.0, run_programs: bool = True,
-               backends: list[tuple[str, str]] | None = None, progress=None) -> CrosscheckReport:
+               backends: list[tuple[str, str]] | None = None, progress=None, order: str = "free") -> CrosscheckReport:
     """Run everything on ``graph`` and return the report (see module docstring).
 
     ``budget``: ratio (<= 1) of the given order's peak or bytes; default the smallest of
     0.7/0.8/0.9 at which the exact remat finds a schedule. ``progress``: a callable
-    receiving one line per finished step."""
+    receiving one line per finished step. ``order``: the remat problem's order scope
+    ("free", or "given": first computations in the given order)."""
+    check_order_scope(order)
     from memsched.solvers.ordering import bounds as bounds_mod
     from memsched.solvers.ordering import dispatch as ordering
     from memsched.solvers.remat import dispatch as remat
@@ -244,7 +257,7 @@ def crosscheck(graph: Graph, *, budget: float | None = None, time_limit: float =
     candidates = [budget] if budget is not None else list(RATIOS)
     for b in candidates:
         bb = remat.resolve_budget(graph, b)
-        res = remat.solve_remat(graph, b, method="cp", time_limit=time_limit, cap=None)
+        res = remat.solve_remat(graph, b, method="cp", time_limit=time_limit, cap=None, order=order)
         say(f"remat cp at {b}: {res.status}")
         if res.schedule is not None or budget is not None:
             chosen, cp_res, ratio = bb, res, (b if b <= 1 else None)
@@ -253,19 +266,22 @@ def crosscheck(graph: Graph, *, budget: float | None = None, time_limit: float =
         chosen, cp_res, ratio = remat.resolve_budget(graph, RATIOS[-1]), res, RATIOS[-1]
     remat_results = [("remat-cp", cp_res)]
     if graph.n_ops <= MILP_MAX_OPS:
-        remat_results.append(("remat-milp", remat.solve_remat(graph, chosen, method="milp", time_limit=time_limit)))
+        remat_results.append(("remat-milp", remat.solve_remat(graph, chosen, method="milp", time_limit=time_limit,
+                                                              order=order)))
     for m in ("checkpoint-all", "chen-sqrt", "revolve", "dtr-greedy"):
         try:
-            remat_results.append((m, remat.solve_remat(graph, chosen, method=m, time_limit=time_limit)))
+            remat_results.append((m, remat.solve_remat(graph, chosen, method=m, time_limit=time_limit, order=order)))
         except Exception as e:  # a baseline that does not apply to this graph class says so
             rows.append(Row(method=m, problem="remat", status="n/a", message=str(e)))
     for m, res in remat_results:
         row = _row_from_result(res, m, "remat")
         row.json = remat.result_json(graph, res)
-        row.global_claims = m != "remat-milp"
         rows.append(row)
         say(f"{m}: {res.status} compute {res.compute}")
     d = dtr.replay_graph(graph, chosen, heuristic="dtr")
+    d.scope = "heuristic"
+    if d.status == "infeasible":  # the online heuristic found nothing: that proves nothing
+        d.class_status, d.status = None, "unknown"
     row = _row_from_result(d, "dtr", "remat")
     row.json = d.to_json(graph)
     rows.append(row)
@@ -287,11 +303,11 @@ def crosscheck(graph: Graph, *, budget: float | None = None, time_limit: float =
                 r.realized[f"{be}:{dev}"] = {"realized_peak": m["realized_peak"], "modeled_peak": m["modeled_peak"],
                                              "output_hash": m["output_hash"], "scale": scale}
             say(f"ran {len(ran)} programs on {be}:{dev}" + (f" (sizes / {scale})" if scale > 1 else ""))
-    dis = find_disagreements(graph, rows, budget=chosen, order_lower_bound=lb)
+    dis = find_disagreements(graph, rows, budget=chosen, order_lower_bound=lb, order=order)
     return CrosscheckReport(graph=graph, budget=chosen, budget_ratio=ratio, rows=rows, order_lower_bound=lb,
                             baseline_compute=baseline, disagreements=dis,
                             backends=[f"{b}:{d}" for b, d in backends], wall_s=time.perf_counter() - t0,
-                            exec_scale=scale)
+                            exec_scale=scale, order=order)
 
 
 # ----------------------------------------------------------------- output

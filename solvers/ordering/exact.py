@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass
 
 from memsched.formulations import Graph, Schedule, evaluate, order_peak
-from memsched.solvers.result import SolveResult, Status, make_result
+from memsched.solvers.result import SolveResult, SolverDisagreement, Status, make_result
 
 from . import bounds as B
 from .downset_dp import beam_order, downset_dp
@@ -442,7 +442,7 @@ def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: 
         peak = state["peak"]
         if peak is None:
             peak = order_peak(g, order)
-        lb = min(state["lb"], peak)
+        lb = state["lb"]  # never clipped: a bound above the evaluated peak is a bug (make_result raises)
         cert = peak == lb
         if cert:
             status = Status.OPTIMAL
@@ -461,7 +461,10 @@ def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: 
                            lower_bound=lb, wall_s=time.perf_counter() - t0, params=params, message=msg, extra=extra)
 
     def certified() -> bool:
-        if state["peak"] is not None and state["peak"] <= state["lb"]:
+        if state["peak"] is not None and state["peak"] < state["lb"]:
+            raise SolverDisagreement(f"exact: lower bound {state['lb']} is above the peak {state['peak']} of an order "
+                                     f"it found (upper bound by {state['ub_by']})")
+        if state["peak"] is not None and state["peak"] == state["lb"]:
             if state["certify_t"] is None:
                 state["certify_t"] = time.perf_counter() - t0
             return True
