@@ -10,6 +10,9 @@ def _status_text(rep: CrosscheckReport, r: Row) -> str:
     if r.method == "exact":
         cert = r.json.get("certified")
         return "certified optimal" if cert else f"{r.status}"
+    cs, scope = r.json.get("class_status"), r.json.get("scope")
+    if r.problem == "remat" and cs in ("optimal", "infeasible") and cs != r.status:
+        return f"{r.status} ({cs} in {scope})"
     return r.status
 
 
@@ -37,7 +40,9 @@ def format_report(rep: CrosscheckReport) -> str:
                      "-" if pct is None else f"{pct:+.2f}%", _status_text(rep, r),
                      "-" if gap is None else f"{100 * gap:.2f}%"])
     head = [f"graph {g.name}: {g.n_ops} operators, given-order peak {fmt_bytes(_given_peak(rep))}",
-            f"remat budget: {fmt_bytes(rep.budget)}" + (f" ({rep.budget_ratio} x given peak)" if rep.budget_ratio else ""),
+            f"remat budget: {fmt_bytes(rep.budget)}" + (f" ({rep.budget_ratio} x given peak)" if rep.budget_ratio else "")
+            + (", free order" if rep.order == "free" else ", first computations in the given order")
+            + " (remat statuses are claims about this problem; a class result is shown in brackets)",
             f"best proven lower bound on the peak: {fmt_bytes(best_order_lb)}",
             f"programs run on: {', '.join(rep.backends) or 'none'}"
             + (f" (every size divided by {rep.exec_scale}; realized peaks are of that scaled program)"
@@ -125,7 +130,7 @@ def cli(args) -> int:
     g = load_graph(args.graph)
     quiet = args.json
     with solver_output_to_stderr():
-        rep = crosscheck(g, budget=args.budget, time_limit=args.time_limit,
+        rep = crosscheck(g, budget=args.budget, time_limit=args.time_limit, order=getattr(args, "order", "free"),
                          progress=None if quiet else (lambda s: print(f"  .. {s}", file=sys.stderr, flush=True)))
     if args.plot:
         plot_timelines(rep, args.plot)

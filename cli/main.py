@@ -152,6 +152,16 @@ def cmd_order(args) -> int:
     return 0
 
 
+def _check_bound_report(g, rep) -> None:
+    """Strict certificates: a lower bound above the evaluated peak of the given order is a bug."""
+    from memsched.solvers.result import SolverDisagreement
+
+    given = evaluate(g, Schedule.from_order(g, g.given_order())).peak
+    for name, b in [("lower_bound", {"value": rep["lower_bound"]})] + list(rep.get("bounds", {}).items()):
+        if b.get("value") is not None and b["value"] > given:
+            raise SolverDisagreement(f"bound {name} = {b['value']} is above the peak {given} of the given order")
+
+
 def cmd_bound(args) -> int:
     from memsched.cli.order import format_report as format_bound_report
     from memsched.solvers.ordering import bounds
@@ -159,6 +169,7 @@ def cmd_bound(args) -> int:
     g = _load(args.graph)
     with solver_output_to_stderr():
         rep = bounds.bound_report(g, shave_budget=args.shave)
+        _check_bound_report(g, rep)
     if args.json:
         emit_json(rep)
     else:
@@ -176,7 +187,7 @@ def cmd_remat(args) -> int:
     with solver_output_to_stderr():
         res = remat.solve_remat(g, budget=args.budget, method=args.method, cap=args.cap, time_limit=args.time_limit,
                                 mip_solver=args.mip_solver, objective=args.objective, eps=args.eps, seed=args.seed,
-                                progress=args.progress, workers=args.workers)
+                                progress=args.progress, workers=args.workers, order=args.order)
     if args.json:
         emit_json(remat.result_json(g, res))
     else:
@@ -194,7 +205,7 @@ def cmd_pareto(args) -> int:
     budgets = args.budgets if args.budgets is not None else [1.0, 0.9, 0.8, 0.7, 0.6, 0.5]
     g = _load(args.graph)
     with solver_output_to_stderr():
-        rows = remat.pareto_sweep(g, budgets=budgets, method=args.method, cap=args.cap, time_limit=args.time_limit,
+        rows = remat.pareto_sweep(g, budgets=budgets, method=args.method, cap=args.cap, order=args.order, time_limit=args.time_limit,
                                   progress=not args.json, mip_solver=args.mip_solver, workers=args.workers,
                                   seed=args.seed)
     if args.plot:
@@ -309,6 +320,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--budget", type=_ratio_or_bytes, default=0.8, help=BUDGET_HELP + " (default 0.8)")
     s.add_argument("--method", default="cp", help="cp, milp, checkpoint-all, chen-sqrt, revolve, dtr-greedy, sp-knapsack, width-dp")
     s.add_argument("--cap", type=int, default=None, help="max extra computations per operator (default unbounded)")
+    s.add_argument("--order", choices=["free", "given"], default="free",
+                   help="free: any schedule (default); given: first computations keep the graph's given order "
+                        "(Checkmate's and Moccasin's class). optimal/infeasible/lower bound refer to this choice")
     s.add_argument("--objective", choices=["compute", "peak"], default="compute",
                    help="compute: least compute with peak <= budget; peak: least peak with compute <= (1+eps) x baseline")
     s.add_argument("--eps", type=float, default=0.0, help="extra compute allowed with --objective peak (default 0)")
@@ -327,6 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="budgets, each as for remat --budget: " + BUDGET_HELP + " (default 1.0 0.9 0.8 0.7 0.6 0.5)")
     s.add_argument("--method", default="cp", help="any remat method (default cp)")
     s.add_argument("--cap", type=int, default=None, help="max extra computations per operator (default unbounded)")
+    s.add_argument("--order", choices=["free", "given"], default="free",
+                   help="free: any schedule (default); given: first computations keep the graph's given order "
+                        "(Checkmate's and Moccasin's class). optimal/infeasible/lower bound refer to this choice")
     s.add_argument("--time-limit", type=_positive_float, default=30.0, help="seconds per budget")
     s.add_argument("--mip-solver", default="highs", help="Pyomo solver for --method milp (default highs)")
     s.add_argument("--workers", type=int, default=1, help="CP-SAT workers (default 1)")
@@ -464,6 +481,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("crosscheck", help="solve one instance every way and check all answers against each other")
     s.add_argument("graph", metavar="GRAPH")
     s.add_argument("--budget", type=_ratio_or_bytes, default=None, help=BUDGET_HELP)
+    s.add_argument("--order", choices=["free", "given"], default="free",
+                   help="free: any schedule (default); given: first computations keep the graph's given order "
+                        "(Checkmate's and Moccasin's class). optimal/infeasible/lower bound refer to this choice")
     s.add_argument("--time-limit", type=_positive_float, default=30.0)
     s.add_argument("--plot", metavar="PNG", help="memory timelines plot (.png, .pdf or .svg; checked before solving)")
     s.add_argument("--json", action="store_true")
@@ -472,6 +492,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    from memsched.solvers.result import SolverDisagreement
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -479,6 +501,9 @@ def main(argv=None) -> int:
         return EXIT_USER_ERROR
     try:
         return int(args.func(args) or 0)
+    except SolverDisagreement as e:  # a claim contradicted by the evaluator: a bug, one line, exit 1
+        print(f"memsched {args.command}: solver disagreement: {e}", file=sys.stderr)
+        return 1
     except MemschedError as e:
         print(f"memsched {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USER_ERROR

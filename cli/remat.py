@@ -23,16 +23,66 @@ def format_result(graph: Graph, res: SolveResult) -> str:
             ["wall", f"{res.wall_s:.3f} s"]]
     if res.message:
         rows.append(["note", res.message])
-    if res.params.get("scope"):
-        rows.append(["scope", str(res.params["scope"])])
+    rows.append(["claim", claim_words(res)])
+    if res.scope:
+        rows.append(["class searched", f"{res.scope}: {class_words(res.scope)}"])
     return table(rows, ["remat", "value"])
+
+
+# --------------------------------------------------------------- claims in words
+_CLASS_WORDS = {
+    "free": "all schedules (free order)",
+    "given-first-computations": "schedules that keep the given order of first computations",
+    "given-order-stages": "Checkmate's stage schedules (given order; each stage's recomputations in given-order position)",
+    "heuristic": "the schedules this heuristic builds",
+}
+
+
+def class_words(scope: str | None) -> str:
+    """The class a method searched (SolveResult.scope), in words (docs/claims.md)."""
+    if not scope:
+        return "an unnamed class"
+    parts = scope.split(",")
+    cap = next((p.split(":", 1)[1] for p in parts if p.startswith("capped:")), None)
+    base = next((p for p in parts if not p.startswith("capped:")), "free")
+    words = _CLASS_WORDS.get(base, base)
+    if cap is not None:
+        words += f" with at most {cap} extra computation(s) per operator"
+    return words
+
+
+def asked_words(res: SolveResult) -> str:
+    order = res.params.get("order", "free")
+    cap = res.params.get("cap")
+    return ("free order" if order == "free" else "the given order of first computations") + \
+        ("" if cap is not None else ", unbounded recomputation")
+
+
+def claim_words(res: SolveResult) -> str:
+    """What the result proves, in words: e.g. "optimal among schedules that keep the given
+    order; not proven for free order"."""
+    st, cs = res.status, res.class_status
+    if st in ("optimal", "infeasible"):
+        return f"{st} for the asked problem ({asked_words(res)})"
+    if cs in ("optimal", "infeasible"):
+        return f"{cs} among {class_words(res.scope)}; not proven for {asked_words(res)}"
+    if res.scope == "heuristic":
+        return f"a heuristic: nothing proven ({asked_words(res)})"
+    return f"nothing proven beyond the lower bound ({class_words(res.scope)})"
+
+
+def _status_cell(r: dict) -> str:
+    cs = r.get("class_status")
+    if cs in ("optimal", "infeasible") and cs != r["status"]:
+        return f"{r['status']} ({cs} in {r.get('scope')})"
+    return r["status"]
 
 
 def format_pareto(graph: Graph, rows: list[dict]) -> str:
 
     out = []
     for r in rows:
-        out.append([f"{r['budget_ratio']:.3f}", fmt_bytes(r["budget"]), r["status"], fmt_bytes(r["peak"]),
+        out.append([f"{r['budget_ratio']:.3f}", fmt_bytes(r["budget"]), _status_cell(r), fmt_bytes(r["peak"]),
                     "-" if r["overhead_pct"] is None else f"{r['overhead_pct']:.3f}", f"{r['wall_s']:.2f}"])
     return f"{graph.name}: given-order peak {fmt_bytes(given_peak(graph))}, baseline compute {graph.total_cost():g}\n" + \
         table(out, ["budget/P", "budget", "status", "peak", "overhead %", "wall s"])
