@@ -97,6 +97,10 @@ class _Part:
         self.flat = np.array(flat, dtype=np.int64)
         self.starts = np.array(starts, dtype=np.int64)
         self.fsize = self.size[self.flat]
+        self.starts_ext = np.append(self.starts, len(flat))
+        # the section range a placement of b can change: b's and its conflicts' sections
+        self.a0 = [min([sec.first[i]] + [sec.first[j] for j in adj[i]]) for i in range(n)]
+        self.a1 = [max([sec.last[i]] + [sec.last[j] for j in adj[i]]) for i in range(n)]
         tot = [sum(bufs[i].size for i in mem) for mem in sec.members]
         self.total = [max((tot[s] for s in range(sec.first[i], sec.last[i])), default=0) for i in range(n)]
         self.lb = max(tot, default=0)
@@ -231,7 +235,14 @@ class _Search:
                 nm[ovu] = np.maximum(nm[ovu], top)
             nu = unpl.copy()
             nu[b] = False
-            nlow, ntot = self._sections(nm, nu)
+            # the child's section data: only sections in [a0, a1) can change
+            a0, a1 = p.a0[b], p.a1[b]
+            f0 = p.starts_ext[a0]
+            fl = p.flat[f0:p.starts_ext[a1]]
+            nlow = low.copy()
+            nlow[a0:a1] = np.minimum.reduceat(np.where(nu[fl], nm[fl], self.BIG), p.starts[a0:a1] - f0)
+            ntot = tot.copy()
+            ntot[s0:s1] -= sb
             if self._need(nlow, ntot, o) <= cap:
                 self.off[b] = o
                 cross = self.cross
@@ -302,6 +313,37 @@ def _cpsat(part: _Part, lb: int, ub: int, hint, deadline: float, seed: int = 0):
     return [int(s.Value(o)) for o in offs], int(s.Value(h)), st == cp_model.OPTIMAL, bound
 
 
+def _cpsat_fit(part: _Part, cap: int, hint, seconds: float, seed: int = 0):
+    """CP-SAT feasibility on one part (no objective): ("feasible", offsets) / ("infeasible", None)
+    / ("unknown", None) within ``seconds``."""
+    from ortools.sat.python import cp_model
+
+    bufs = part.bufs
+    m = cp_model.CpModel()
+    xs, ys, offs = [], [], []
+    for i, b in enumerate(bufs):
+        if b.size > cap:
+            return "infeasible", None
+        o = m.NewIntVar(0, cap - b.size, f"o{i}")
+        offs.append(o)
+        ys.append(m.NewFixedSizeIntervalVar(o, b.size, f"y{i}"))
+        xs.append(m.NewFixedSizeIntervalVar(b.lower, b.upper - b.lower, f"x{i}"))
+        if hint is not None:
+            m.AddHint(o, min(int(hint[i]), cap - b.size))
+    m.AddNoOverlap2D(xs, ys)
+    m.AddCumulative(xs, [b.size for b in bufs], cap)  # redundant: the max-live bound
+    s = cp_model.CpSolver()
+    s.parameters.max_time_in_seconds = max(float(seconds), 0.01)
+    s.parameters.num_workers = 1
+    s.parameters.random_seed = int(seed)
+    st = s.Solve(m)
+    if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return "feasible", [int(s.Value(o)) for o in offs]
+    if st == cp_model.INFEASIBLE:
+        return "infeasible", None
+    return "unknown", None
+
+
 def _solve_part(part: _Part, capacity: int | None, minimize: bool, method: str, deadline: float, stats: dict):
     """Returns (offsets|None, height|None, proven lower bound on this part's arena)."""
     lb = part.lb
@@ -326,8 +368,10 @@ def _solve_part(part: _Part, capacity: int | None, minimize: bool, method: str, 
             goal = lb
         limit = max(2 * part.n, 64)
         done = False
+        rnd = 0
         try:
             while not done:
+                t_round = time.perf_counter()
                 for h in PREORDERS:
                     s = _Search(part, goal, part.rank(h), deadline, limit, improve=False)
                     try:
@@ -342,7 +386,27 @@ def _solve_part(part: _Part, capacity: int | None, minimize: bool, method: str, 
                         lb = max(lb, goal + 1)  # exhausted: nothing fits goal
                     done = True
                     break
+                if not done and method == "auto":
+                    # CP-SAT (no-overlap 2D + cumulative, hinted) as one more member of the
+                    # round robin, with as much time as one search of this round took
+                    left = deadline - time.perf_counter()
+                    budget = min(left, max(0.2, (time.perf_counter() - t_round) / (2 * len(PREORDERS))))
+                    if budget <= 0:
+                        raise _Timeout
+                    st, o2 = _cpsat_fit(part, goal, None, budget, seed=rnd)
+                    stats["cpsat_rounds"] = stats.get("cpsat_rounds", 0) + 1
+                    if st == "feasible":
+                        h2 = max(o + b.size for o, b in zip(o2, part.bufs))
+                        if h2 < best_h:
+                            best_off, best_h = o2, h2
+                        stats["cpsat_solved"] = True
+                        done = True
+                    elif st == "infeasible":
+                        lb = max(lb, goal + 1)
+                        stats["cpsat_solved"] = True
+                        done = True
                 limit *= 2
+                rnd += 1
         except _Timeout:
             stats["nodes"] = stats.get("nodes", 0) + s.nodes
             stats["timeout"] = True
@@ -415,6 +479,8 @@ def solve_arena(buffers, *, capacity: int | None = None, minimize: bool | None =
         stats["nodes"] = stats.get("nodes", 0) + st.get("nodes", 0)
         stats["timeout"] = stats.get("timeout", False) or st.get("timeout", False)
         stats["cpsat"] = stats.get("cpsat", False) or st.get("cpsat", False)
+        stats["cpsat_rounds"] = stats.get("cpsat_rounds", 0) + st.get("cpsat_rounds", 0)
+        stats["cpsat_solved"] = stats.get("cpsat_solved", False) or st.get("cpsat_solved", False)
         greedy = max(greedy, st.get("greedy", 0))
         lb = max(lb, plb)
         if off is None:
