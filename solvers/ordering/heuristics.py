@@ -203,7 +203,10 @@ class _MinTree:
         i >>= 1
         while i:
             a, b = t[2 * i], t[2 * i + 1]
-            t[i] = a if a < b else b
+            m = a if a < b else b
+            if t[i] == m:  # ancestors above are unchanged too
+                break
+            t[i] = m
             i >>= 1
 
     def prefix_min(self, r: int) -> int:
