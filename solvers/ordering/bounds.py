@@ -514,7 +514,7 @@ def naive_reversed_graph_bound(g: Graph) -> int:
 
 # ------------------------------------------------------------------ pairs
 def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: float = 0.3,
-               max_pairs: int | None = None, *, info: dict | None = None) -> int:
+               max_pairs: int | None = None, *, info: dict | None = None, max_hot: int = 512) -> int:
     """Pair trap bound: for incomparable u, v every order runs u before v or v before u;
     with u before v the moment of v has u (and its ancestors) in its state and the moment
     of u has v (and its descendants) outside, so that case costs at least
@@ -522,7 +522,9 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
     maximum over pairs (and over ``base``, a known lower bound).
 
     Only pairs that can raise the bound are tried: in every known order the larger of the
-    two operators' memories must exceed the current bound. Pairs are tried in decreasing
+    two operators' memories must exceed the current bound, and both must be among the
+    ``max_hot`` operators of highest memory (so at most max_hot^2 / 2 candidates are
+    listed). Pairs are tried in decreasing
     order of that estimate until ``time_budget`` seconds or ``max_pairs`` pairs. The
     budget is checked from the first step on (the trap bound when ``base`` is None, the
     memories of the known orders, every candidate pair listed): the result is then the
@@ -548,6 +550,8 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
             return best
         mems.append(step_memory(g, o))
     hot = [v for v in range(n) if max(m[v] for m in mems) > best]
+    if len(hot) > max_hot:
+        hot = sorted(hot, key=lambda v: -max(m[v] for m in mems))[:max_hot]
     cands = []
     complete = True
     for a in range(len(hot)):
