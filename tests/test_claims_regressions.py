@@ -153,6 +153,36 @@ def test_cp_without_cap_raises_the_internal_cap_when_the_capped_model_is_infeasi
         assert "capped:" in r.scope
 
 
+# ------------------------------------ the stage class is narrower than the given order
+def ex_stage_narrower():
+    """A -> X_A (10 B); E -> Y (10 B); B: Y -> X_B (1 B); C -> c (0 B, required) with 11 B
+    workspace; D: X_A, X_B -> d (0 B, required); every cost 1; given order A, E, B, C, D;
+    budget 11.
+
+    While C runs nothing else fits (11 B of workspace), so X_A, Y and X_B are all gone by
+    then, and D needs X_A and X_B again: A reruns, and B reruns after E (B needs Y). In the
+    given class: ... C, E (10), B (11), free Y, A (1 + 10 = 11), D: compute 5 + 3 = 8,
+    optimal (three operators must rerun). In Checkmate's stage class D's stage must rerun
+    A, E, B in given-order position: A (10) then E needs 10 + 10 = 20 > 11, and keeping
+    X_B across C needs 12 > 11: the stage class is infeasible. Free order: C first, then
+    E, B, A, D without recomputation: compute 5."""
+    ops = [Operator("A", (), ("XA",)), Operator("E", (), ("Y",)), Operator("B", ("Y",), ("XB",)),
+           Operator("C", (), ("c",), workspace=11), Operator("D", ("XA", "XB"), ("d",))]
+    ts = [Tensor("XA", 10), Tensor("Y", 10), Tensor("XB", 1), Tensor("c", 0), Tensor("d", 0)]
+    return Graph(ops, ts, outputs=["c", "d"], order=("A", "E", "B", "C", "D"), name="stage-narrower")
+
+
+def test_milp_is_not_exact_for_the_given_order_class():
+    """So milp's "infeasible" must not become the given-order problem's "infeasible"."""
+    g = ex_stage_narrower()
+    r = solve_remat(g, 11, method="milp", cap=1, order="given", time_limit=30)
+    assert r.class_status == "infeasible" and r.status == "unknown"
+    r = solve_remat(g, 11, method="cp", cap=1, order="given", time_limit=30)
+    assert (r.status, r.compute) == ("optimal", 8) and first_computations_follow(g, r.schedule)
+    r = solve_remat(g, 11, method="cp", cap=1, time_limit=30)
+    assert (r.status, r.compute) == ("optimal", 5)
+
+
 # ------------------------------------------------------- issue example 4: initial state
 @pytest.mark.parametrize("method", ["milp", "cp", "width-dp"])
 def test_peak_objective_counts_an_input_nothing_reads(method):
