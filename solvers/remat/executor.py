@@ -188,8 +188,14 @@ class Executor:
                     self.run(v)
                 self._release(v, k)
             self.step = len(self.order)
-            for j in g.output_idx:
-                self.materialize(j)
+            done = []
+            try:  # a required output brought back stays: later ones may not evict it
+                for j in g.output_idx:
+                    self.materialize(j)
+                    self._lock([j])
+                    done.append(j)
+            finally:
+                self._unlock(done)
         finally:
             sys.setrecursionlimit(old)
         return Schedule(tuple(self.events))
