@@ -396,6 +396,17 @@ class Runtime:
                 self.st_size[s] = op.sizes[i]
                 if op.name.startswith("constant/"):
                     self.st_const[s] = True
+                if self.use_eq:
+                    # simrd gives a new storage an equivalence-class node of value 0 when
+                    # the operator is issued, and the storage is immaterial until the
+                    # operator runs: a parent evicted during the parents' recomputation
+                    # cascade counts it as an evicted neighbour and merges its node into
+                    # its class, whose value then drops by the storage's compute when the
+                    # operator runs (as for any rematerialized storage)
+                    self.st_ecn[s] = len(self.uf_parent)
+                    self.uf_parent.append(-1)
+                    self.uf_val.append(0)
+                    self.evicted.add(s)
             else:
                 s = t_storage[args[a]]
             t_storage[t] = s
