@@ -36,6 +36,14 @@ def read_text(path: str | Path, expected: str = "a JSON file") -> str:
     """The text of a user-supplied file; an unreadable one raises InputError naming it."""
     p = Path(path)
     try:
+        if p.suffix == ".gz":  # gzip-compressed (the shipped corpus)
+            import gzip
+
+            try:
+                with gzip.open(p, "rt") as f:
+                    return f.read()
+            except (gzip.BadGzipFile, EOFError) as e:
+                raise InputError(f"{p}: not a readable gzip file: {e}") from None
         return p.read_text()
     except FileNotFoundError:
         raise InputError(f"{p}: no such file") from None
@@ -215,6 +223,12 @@ def load_graph(path: str | Path) -> Graph:
 
 
 def save_json(obj: Any, path: str | Path) -> None:
+    if Path(path).suffix == ".gz":  # compact and reproducible (no name or time in the gzip header)
+        import gzip
+
+        with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f:
+            f.write((json.dumps(obj, separators=(",", ":")) + "\n").encode())
+        return
     Path(path).write_text(json.dumps(obj, indent=1) + "\n")
 
 
