@@ -88,3 +88,12 @@ def test_precedence_skipped_with_reason_on_large_graphs(monkeypatch):
     assert "skipped" in info["skipped"]
     assert B.reachability(fresh(g)) is None
     assert B.precedence_refutes(g, 0) in (True, None)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(random_graphs(max_ops=12), single_output_graphs(max_ops=12)), st.data())
+def test_fast_step_memory_equals_the_evaluator(g, data):
+    from strategies import topological_orders
+
+    order = data.draw(topological_orders(g))
+    assert B.order_step_memory(g, order) == B.step_memory(g, order)
