@@ -461,14 +461,286 @@ def extract(name: str, training: bool, out_dir: Path = OUT_DIR, torchvision: boo
     return path
 
 
+# ------------------------------------------------------------------ corpus
+CORPUS_DIR = Path(__file__).resolve().parent / "shipped" / "corpus"
+#: the versions the shipped corpus was captured with (instances/shipped/corpus/README.md)
+CORPUS_PINS = {"torch": "2.13.0", "transformers": "5.23.0"}
+
+
+def _hf(kind: str, **cfg):
+    """A Hugging Face ``transformers`` model built from a config (random weights, no
+    download), wrapped to take one tensor and return one: the logits or last hidden
+    state. Attention is the eager implementation (plain ATen ops); the attention mask
+    is an all-ones tensor made inside forward (no data-dependent packed-sequence test)."""
+    import torch
+    import transformers as tf
+
+    config_cls, model_cls, out = {
+        "gpt2": (tf.GPT2Config, tf.GPT2LMHeadModel, "logits"),
+        "bert": (tf.BertConfig, tf.BertForMaskedLM, "logits"),
+        "vit": (tf.ViTConfig, tf.ViTModel, "last_hidden_state"),
+        "llama": (tf.LlamaConfig, tf.LlamaForCausalLM, "logits"),
+    }[kind]
+    model = model_cls(config_cls(attn_implementation="eager", **cfg))
+
+    class Wrap(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = model
+
+        def forward(self, x):
+            if kind == "vit":
+                return self.m(pixel_values=x).last_hidden_state
+            kw = {"use_cache": False} if kind in ("gpt2", "llama") else {}
+            return getattr(self.m(input_ids=x, attention_mask=torch.ones_like(x), **kw), out)
+
+    return Wrap()
+
+
+def _tokens(vocab: int):
+    def make(b: int, s: int):
+        import torch
+
+        return torch.randint(0, vocab, (b, s))
+    return make
+
+
+def _image(res: int, ch: int = 3):
+    def make(b: int, _s: int):
+        import torch
+
+        return torch.randn(b, ch, res, res)
+    return make
+
+
+def diffusion_unet(ch: int = 64, mults=(1, 2, 4), attn_levels=(2,), groups: int = 8):
+    """A diffusion-style U-Net (DDPM / Stable-Diffusion layout, reduced): a sinusoidal time
+    embedding fed to every residual block, GroupNorm + SiLU residual blocks, self-attention
+    at the lowest resolutions, skip concatenations, two blocks per level. The timestep is
+    fixed inside forward (the graph does not depend on its value)."""
+    torch, nn = _nn()
+    F = nn.functional
+
+    class Res(nn.Module):
+        def __init__(self, cin, cout, tdim):
+            super().__init__()
+            self.n1, self.c1 = nn.GroupNorm(groups, cin), nn.Conv2d(cin, cout, 3, padding=1)
+            self.t = nn.Linear(tdim, cout)
+            self.n2, self.c2 = nn.GroupNorm(groups, cout), nn.Conv2d(cout, cout, 3, padding=1)
+            self.skip = nn.Conv2d(cin, cout, 1) if cin != cout else None
+
+        def forward(self, x, temb):
+            h = self.c1(F.silu(self.n1(x))) + self.t(temb)[:, :, None, None]
+            h = self.c2(F.silu(self.n2(h)))
+            return h + (self.skip(x) if self.skip is not None else x)
+
+    class Attn(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.n, self.qkv, self.o = nn.GroupNorm(groups, c), nn.Conv2d(c, 3 * c, 1), nn.Conv2d(c, c, 1)
+
+        def forward(self, x):
+            b, c, hh, ww = x.shape
+            q, k, v = self.qkv(self.n(x)).reshape(b, 3, c, hh * ww).unbind(1)
+            a = torch.softmax(q.transpose(1, 2) @ k * c ** -0.5, dim=-1)
+            return x + self.o((v @ a.transpose(1, 2)).reshape(b, c, hh, ww))
+
+    class UNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            tdim = ch * 4
+            self.temb = nn.Sequential(nn.Linear(ch, tdim), nn.SiLU(), nn.Linear(tdim, tdim))
+            self.inp = nn.Conv2d(3, ch, 3, padding=1)
+            self.down, chans, c = nn.ModuleList(), [ch], ch
+            for lvl, m in enumerate(mults):
+                for _ in range(2):
+                    blk = nn.ModuleList([Res(c, ch * m, tdim)])
+                    c = ch * m
+                    if lvl in attn_levels:
+                        blk.append(Attn(c))
+                    self.down.append(blk)
+                    chans.append(c)
+                if lvl < len(mults) - 1:
+                    self.down.append(nn.ModuleList([nn.Conv2d(c, c, 3, 2, 1)]))
+                    chans.append(c)
+            self.mid = nn.ModuleList([Res(c, c, tdim), Attn(c), Res(c, c, tdim)])
+            self.up = nn.ModuleList()
+            for lvl, m in reversed(list(enumerate(mults))):
+                for _ in range(3):
+                    blk = nn.ModuleList([Res(c + chans.pop(), ch * m, tdim)])
+                    c = ch * m
+                    if lvl in attn_levels:
+                        blk.append(Attn(c))
+                    self.up.append(blk)
+                if lvl > 0:
+                    self.up.append(nn.ModuleList([nn.Upsample(scale_factor=2), nn.Conv2d(c, c, 3, padding=1)]))
+            self.out = nn.Sequential(nn.GroupNorm(groups, c), nn.SiLU(), nn.Conv2d(c, 3, 3, padding=1))
+
+        def forward(self, x):
+            half = ch // 2
+            t = torch.full((x.shape[0], 1), 500.0)
+            freqs = torch.exp(-torch.arange(half, dtype=torch.float32) * (9.21 / half))
+            temb = self.temb(torch.cat([torch.sin(t * freqs), torch.cos(t * freqs)], 1))
+
+            def run(blk, h):
+                for mod in blk:
+                    h = mod(h, temb) if isinstance(mod, Res) else mod(h)
+                return h
+
+            h = self.inp(x)
+            hs = [h]
+            for blk in self.down:
+                h = run(blk, h)
+                hs.append(h)
+            h = run(self.mid, h)
+            for blk in self.up:
+                if isinstance(blk[0], Res):
+                    h = torch.cat([h, hs.pop()], 1)
+                h = run(blk, h)
+            return self.out(h)
+
+    return UNet()
+
+
+def mobilenet_v3_large(num_classes: int = 1000):
+    """MobileNetV3-Large (Howard et al. 2019, table 1): inverted residuals with
+    squeeze-and-excitation and hard-swish."""
+    torch, nn = _nn()
+
+    def cbn(cin, cout, k, s, groups=1, act=None):
+        layers = [nn.Conv2d(cin, cout, k, s, k // 2, groups=groups, bias=False), nn.BatchNorm2d(cout)]
+        if act is not None:
+            layers.append(act())
+        return nn.Sequential(*layers)
+
+    def mk(v, d=8):
+        return max(d, int(v + d / 2) // d * d)
+
+    class SE(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.f1, self.f2 = nn.Conv2d(c, mk(c // 4), 1), nn.Conv2d(mk(c // 4), c, 1)
+
+        def forward(self, x):
+            s = nn.functional.adaptive_avg_pool2d(x, 1)
+            return x * nn.functional.hardsigmoid(self.f2(nn.functional.relu(self.f1(s))))
+
+    class Block(nn.Module):
+        def __init__(self, cin, k, exp, cout, se, act, s):
+            super().__init__()
+            layers = [] if exp == cin else [cbn(cin, exp, 1, 1, act=act)]
+            layers.append(cbn(exp, exp, k, s, groups=exp, act=act))
+            if se:
+                layers.append(SE(exp))
+            layers.append(cbn(exp, cout, 1, 1))
+            self.body = nn.Sequential(*layers)
+            self.res = s == 1 and cin == cout
+
+        def forward(self, x):
+            y = self.body(x)
+            return x + y if self.res else y
+
+    RE, HS = nn.ReLU, nn.Hardswish
+    cfg = [(16, 3, 16, 16, False, RE, 1), (16, 3, 64, 24, False, RE, 2), (24, 3, 72, 24, False, RE, 1),
+           (24, 5, 72, 40, True, RE, 2), (40, 5, 120, 40, True, RE, 1), (40, 5, 120, 40, True, RE, 1),
+           (40, 3, 240, 80, False, HS, 2), (80, 3, 200, 80, False, HS, 1), (80, 3, 184, 80, False, HS, 1),
+           (80, 3, 184, 80, False, HS, 1), (80, 3, 480, 112, True, HS, 1), (112, 3, 672, 112, True, HS, 1),
+           (112, 5, 672, 160, True, HS, 2), (160, 5, 960, 160, True, HS, 1), (160, 5, 960, 160, True, HS, 1)]
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = cbn(3, 16, 3, 2, act=HS)
+            self.blocks = nn.Sequential(*[Block(*c) for c in cfg])
+            self.last = cbn(160, 960, 1, 1, act=HS)
+            self.head = nn.Sequential(nn.Linear(960, 1280), nn.Hardswish(), nn.Linear(1280, num_classes))
+
+        def forward(self, x):
+            x = self.last(self.blocks(self.stem(x)))
+            return self.head(nn.functional.adaptive_avg_pool2d(x, 1).flatten(1))
+
+    return Net()
+
+
+#: corpus name -> (builder, input maker (batch, seq) -> tensor, [(batch, seq), (batch, seq)]).
+#: For image models seq is unused (0). Training steps only (joint forward + backward).
+CORPUS = {
+    "gpt2_small": (lambda: _hf("gpt2", n_layer=12, n_embd=768, n_head=12), _tokens(50257), [(1, 128), (2, 256)]),
+    "gpt2_medium": (lambda: _hf("gpt2", n_layer=24, n_embd=1024, n_head=16), _tokens(50257), [(1, 128), (2, 256)]),
+    "bert_base": (lambda: _hf("bert"), _tokens(30522), [(1, 128), (2, 256)]),
+    "vit_b16": (lambda: _hf("vit"), _image(224), [(1, 0), (4, 0)]),
+    "llama_8l": (lambda: _hf("llama", hidden_size=512, intermediate_size=1376, num_hidden_layers=8,
+                             num_attention_heads=8, num_key_value_heads=8, vocab_size=32000,
+                             max_position_embeddings=1024), _tokens(32000), [(1, 128), (2, 256)]),
+    "resnet50": (lambda: resnet(50), _image(224), [(2, 0), (8, 0)]),
+    "diffusion_unet": (diffusion_unet, _image(32), [(2, 0), (8, 0)]),
+    "mobilenet_v3_large": (mobilenet_v3_large, _image(224), [(2, 0), (8, 0)]),
+}
+
+
+def corpus_path(name: str, batch: int, seq: int, out_dir: Path = CORPUS_DIR) -> Path:
+    return out_dir / f"{name}_b{batch}{f'_s{seq}' if seq else ''}_train.json.gz"
+
+
+def extract_corpus(name: str, batch: int, seq: int, out_dir: Path = CORPUS_DIR) -> Path:
+    """Capture the training step of corpus model ``name`` at (batch, seq) into
+    ``out_dir`` as gzip-compressed memsched-graph JSON, with provenance in ``meta``."""
+    import platform
+
+    import torch
+
+    from memsched.instances.formats import save_graph
+    from memsched.instances.torch_import import import_model
+
+    builder, make_input, _ = CORPUS[name]
+    torch.manual_seed(0)
+    model = builder()
+    x = make_input(batch, seq)
+    t0 = time.perf_counter()
+    gname = corpus_path(name, batch, seq).name[: -len(".json.gz")]
+    imp = import_model(model, (x,), training=True, name=gname)
+    g = imp.graph
+    versions = {"torch": torch.__version__.split("+")[0], "python": platform.python_version()}
+    try:
+        import transformers
+
+        versions["transformers"] = transformers.__version__
+    except ImportError:
+        pass
+    g.meta.update({"extracted_by": f"python -m memsched.instances.extract_models --corpus {name}",
+                   "model": name, "batch": batch, "seq": seq or None, "input_shape": list(x.shape),
+                   "versions": versions, "weights": "random (seed 0), no download",
+                   "import_s": round(time.perf_counter() - t0, 2)})
+    g.meta.pop("input_specs", None)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = corpus_path(name, batch, seq, out_dir)
+    save_graph(g, path)
+    return path
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m instances.extract_models", description=__doc__.split("\n\n")[0])
     p.add_argument("models", nargs="*", help=f"default: all of {', '.join(MODELS)}")
     p.add_argument("--inference-only", action="store_true")
     p.add_argument("--training-only", action="store_true")
     p.add_argument("--torchvision", action="store_true", help="take the model from torchvision where installed")
-    p.add_argument("-o", "--out-dir", default=str(OUT_DIR))
+    p.add_argument("--corpus", action="store_true",
+                   help=f"capture the training-step corpus instead ({', '.join(CORPUS)}) into instances/shipped/corpus/")
+    p.add_argument("-o", "--out-dir", default=None)
     args = p.parse_args(argv)
+    if args.corpus:
+        names = args.models or list(CORPUS)
+        for n in names:
+            if n not in CORPUS:
+                print(f"extract_models: unknown corpus model {n!r}; valid: {', '.join(CORPUS)}", file=sys.stderr)
+                return 2
+        for n in names:
+            for b, s in CORPUS[n][2]:
+                t0 = time.perf_counter()
+                path = extract_corpus(n, b, s, Path(args.out_dir or CORPUS_DIR))
+                print(f"{path}  ({time.perf_counter() - t0:.1f} s)", flush=True)
+        return 0
+    args.out_dir = args.out_dir or str(OUT_DIR)
     names = args.models or list(MODELS)
     for n in names:
         if n not in MODELS:
