@@ -129,9 +129,16 @@ def cli(args) -> int:
         check_plot(args.plot)
     g = load_graph(args.graph)
     quiet = args.json
+    from memsched.cli.main import interrupted
+
+    def progress(line):
+        if not quiet:
+            print(f"  .. {line}", file=sys.stderr, flush=True)
+        if interrupted():  # a solver swallowed the Ctrl-C to return its best: stop the cross-check here
+            raise KeyboardInterrupt
+
     with solver_output_to_stderr():
-        rep = crosscheck(g, budget=args.budget, time_limit=args.time_limit, order=getattr(args, "order", "free"),
-                         progress=None if quiet else (lambda s: print(f"  .. {s}", file=sys.stderr, flush=True)))
+        rep = crosscheck(g, budget=args.budget, time_limit=args.time_limit, order=getattr(args, "order", "free"), progress=progress)
     if args.plot:
         plot_timelines(rep, args.plot)
     if args.json:

@@ -147,12 +147,11 @@ def _print_sweep(res) -> None:
     mf = res.min_feasible()
     lo = res.params.get("lo")
     if mf is None:
-        print("no feasible ratio sampled")
+        print("smallest feasible ratio: none sampled")
     elif lo is not None and abs(mf - lo) < 1e-12:
-        print(f"smallest ratio sampled ({mf:g}, the sweep's --lo) is feasible: the smallest feasible ratio is "
-              f"at most {mf:g}; lower --lo to find it")
+        print(f"smallest feasible ratio: <= {mf:g} (the sweep's --lo is already feasible; lower --lo to find it)")
     else:
-        print(f"smallest feasible ratio sampled: {mf:g}")
+        print(f"smallest feasible ratio: {mf:g} (of the ratios sampled)")
     if not res.holes:
         print("no feasibility holes found")
     for h in res.holes:

@@ -19,9 +19,13 @@ def bench(args) -> int:
         raise MemschedError(f"--jobs must be at least 1, got {args.jobs}")
     if args.output:
         check_output(args.output, "-o")
-    s = run_sweep(args.spec, args.output, jobs=args.jobs, dask=args.dask, resume=args.resume,
-                  progress=not getattr(args, "quiet", False), fsync=getattr(args, "fsync", False),
-                  memory_limit=getattr(args, "memory_limit", None))
+    try:
+        s = run_sweep(args.spec, args.output, jobs=args.jobs, dask=args.dask, resume=args.resume,
+                      progress=not getattr(args, "quiet", False), fsync=getattr(args, "fsync", False),
+                      memory_limit=getattr(args, "memory_limit", None))
+    except KeyboardInterrupt:
+        _interrupted_note(args)
+        return 130
     bad = {k: v for k, v in s.statuses.items() if k in ("error", "timeout", "memory")}
     if getattr(args, "json", False):
         print(json.dumps(s.to_json()))
@@ -35,6 +39,30 @@ def bench(args) -> int:
             print(f"note: {sum(bad.values())} run(s) ended in error/timeout/memory; see their 'message' field",
                   file=sys.stderr)
     return 0
+
+
+def _interrupted_note(args) -> None:
+    """After Ctrl-C: what was kept and the command that continues the sweep."""
+    import shlex
+
+    from memsched.solvers.harness.spec import load_spec
+    from memsched.solvers.pool.store import ResultStore
+
+    try:
+        spec = load_spec(args.spec)
+        out = Path(args.output or spec.output or f"{spec.name}.jsonl")
+        kept = len(ResultStore(out).done_keys())
+    except Exception:  # the note must never hide the interrupt
+        out, kept = Path(args.output or "RESULTS.jsonl"), None
+    cmd = ["memsched", "bench", args.spec, "-o", str(out), "--resume"]
+    if args.jobs:
+        cmd += ["--jobs", str(args.jobs)]
+    what = f"{kept} finished runs are kept in {out}" if kept is not None else f"finished runs are kept in {out}"
+    print(f"memsched bench: interrupted: {what}; continue with:\n  {shlex.join(cmd)}", file=sys.stderr)
+    if getattr(args, "json", False):
+        print(json.dumps({"status": "interrupted", "output": str(out), "kept": kept}))
+    else:
+        print(f"interrupted; {what}")
 
 
 def report(args) -> int:

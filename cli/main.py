@@ -23,6 +23,104 @@ class UsageError(MemschedError):
     """A bad command-line option value."""
 
 
+# ------------------------------------------------------------------ Ctrl-C
+class Interrupts:
+    """Ctrl-C during a command: the first one raises KeyboardInterrupt in the main thread
+    (solvers catch it, stop their search and return the best result so far, which the
+    command prints with status ``interrupted`` and exit status 130); a second one exits at
+    once (status 130), even while the main thread is inside native code: a watcher thread
+    reads the signal from ``signal.set_wakeup_fd``, which the C-level handler writes at
+    the moment the signal arrives."""
+
+    count = 0  # Ctrl-C seen by the Python handler during this command
+
+    def __init__(self):
+        self.old_handler = None
+        self.old_wakeup = None
+        self.pipe = None
+
+    def _handler(self, signum, frame):
+        Interrupts.count += 1
+        if Interrupts.count >= 2:
+            self._exit_now()
+        print("memsched: interrupted; stopping (Ctrl-C again to quit at once)", file=sys.stderr, flush=True)
+        raise KeyboardInterrupt
+
+    @staticmethod
+    def _exit_now():
+        import os
+
+        try:
+            os.write(2, b"memsched: interrupted again; exiting\n")
+        finally:
+            os._exit(130)
+
+    def _watch(self, fd):
+        import os
+        import signal as S
+
+        seen = 0
+        while True:
+            try:
+                data = os.read(fd, 64)
+            except OSError:
+                return
+            if not data:
+                return
+            seen += data.count(bytes([int(S.SIGINT)]))
+            if seen >= 2:
+                self._exit_now()
+
+    def __enter__(self):
+        import os
+        import signal as S
+        import threading
+
+        Interrupts.count = 0
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        current = S.getsignal(S.SIGINT)
+        if current is S.SIG_IGN:  # started in the background (nohup ... &): leave it so
+            return self
+        self.old_handler = S.signal(S.SIGINT, self._handler)
+        try:
+            r, w = os.pipe()
+            os.set_blocking(w, False)
+            self.old_wakeup = S.set_wakeup_fd(w, warn_on_full_buffer=False)
+            self.pipe = (r, w)
+            threading.Thread(target=self._watch, args=(r,), daemon=True, name="memsched-sigint").start()
+        except (ValueError, OSError):
+            self.pipe = None
+        return self
+
+    def __exit__(self, *exc):
+        import os
+        import signal as S
+
+        if self.pipe is not None:
+            S.set_wakeup_fd(self.old_wakeup if self.old_wakeup is not None else -1)
+            os.close(self.pipe[1])  # the watcher reads EOF and ends
+            self.pipe = None
+        if self.old_handler is not None:
+            S.signal(S.SIGINT, self.old_handler)
+            self.old_handler = None
+        return False
+
+
+def interrupted() -> bool:
+    """True once Ctrl-C was pressed during the current command."""
+    return Interrupts.count > 0
+
+
+def _mark_interrupted(res) -> None:
+    """An interrupted solve keeps its best schedule and bound; its status says it was interrupted
+    (a proof found before the interrupt, optimal or infeasible, stands)."""
+    from memsched.solvers.result import Status
+
+    if interrupted() and res is not None and res.status not in (Status.OPTIMAL, Status.INFEASIBLE):
+        res.status = Status.INTERRUPTED
+
+
 # ------------------------------------------------------------------ output
 
 
@@ -74,6 +172,10 @@ def _check_mip_solver(args) -> None:
     try:
         with solver_output_to_stderr():
             _check_solver(args.mip_solver)
+    except MemschedError:
+        if interrupted():  # Ctrl-C while Pyomo loaded the solver: not a missing solver
+            raise KeyboardInterrupt from None
+        raise
     finally:
         logging.disable(logging.NOTSET)
 
@@ -145,11 +247,12 @@ def cmd_order(args) -> int:
     with solver_output_to_stderr():
         res = ordering.solve_order(g, method=args.method, exact=args.exact, time_limit=args.time_limit,
                                    workers=args.workers, seed=args.seed, progress=not args.json)
+    _mark_interrupted(res)
     if args.json:
         emit_json(res.to_json(g))
     else:
         print(format_order(g, res))
-    return 0
+    return 130 if interrupted() else 0
 
 
 def _check_bound_report(g, rep) -> None:
@@ -182,17 +285,29 @@ def cmd_remat(args) -> int:
     from memsched.cli import remat as remat_out
     from memsched.solvers.remat import dispatch as remat
 
-    _check_mip_solver(args)
     g = _load(args.graph)
-    with solver_output_to_stderr():
-        res = remat.solve_remat(g, budget=args.budget, method=args.method, cap=args.cap, time_limit=args.time_limit,
-                                mip_solver=args.mip_solver, objective=args.objective, eps=args.eps, seed=args.seed,
-                                progress=args.progress, workers=args.workers, order=args.order)
+    t0 = time.perf_counter()
+    try:
+        _check_mip_solver(args)
+        with solver_output_to_stderr():
+            res = remat.solve_remat(g, budget=args.budget, method=args.method, cap=args.cap,
+                                    time_limit=args.time_limit, mip_solver=args.mip_solver, objective=args.objective,
+                                    eps=args.eps, seed=args.seed, progress=args.progress, workers=args.workers, order=args.order)
+    except KeyboardInterrupt:  # the method had nothing to hand back (e.g. Ctrl-C while its model was built)
+        from memsched.solvers.result import SolveResult, Status
+
+        res = SolveResult(solver=f"remat-{args.method}", status=Status.INTERRUPTED, objective=args.objective,
+                          wall_s=time.perf_counter() - t0, message="interrupted before a schedule was found",
+                          params={"method": args.method, "budget": remat.resolve_budget(g, args.budget)
+                                  if args.objective == "compute" else args.budget})
+    _mark_interrupted(res)
     if args.json:
-        emit_json(remat.result_json(g, res))
+        d = remat.result_json(g, res)
+        d["stopped"] = remat_out.stop_reason(res, args.time_limit)
+        emit_json(d)
     else:
-        print(remat_out.format_result(g, res))
-    return 0
+        print(remat_out.format_result(g, res, args.time_limit))
+    return 130 if interrupted() else 0
 
 
 def cmd_pareto(args) -> int:
@@ -204,19 +319,34 @@ def cmd_pareto(args) -> int:
     _check_mip_solver(args)
     budgets = args.budgets if args.budgets is not None else [1.0, 0.9, 0.8, 0.7, 0.6, 0.5]
     g = _load(args.graph)
+    rows = []
     with solver_output_to_stderr():
-        rows = remat.pareto_sweep(g, budgets=budgets, method=args.method, cap=args.cap, order=args.order, time_limit=args.time_limit,
-                                  progress=not args.json, mip_solver=args.mip_solver, workers=args.workers,
-                                  seed=args.seed)
+        for b in budgets:  # one budget at a time: Ctrl-C keeps the points already solved
+            try:
+                more = remat.pareto_sweep(g, budgets=[b], method=args.method, cap=args.cap, order=args.order,
+                                          time_limit=args.time_limit, progress=not args.json,
+                                          mip_solver=args.mip_solver, workers=args.workers, seed=args.seed)
+            except KeyboardInterrupt:
+                more = []
+            if interrupted():
+                for r in more:
+                    if r.get("status") not in ("optimal", "infeasible"):
+                        r["status"] = "interrupted"
+                rows += more
+                break
+            rows += more
     if args.plot:
         remat_out.plot_pareto(g, rows, args.plot, method=args.method)
     if args.json:
-        emit_json({"graph": g.name, "points": rows})
+        emit_json({"graph": g.name, "points": rows, **({"status": "interrupted"} if interrupted() else {})})
     else:
         print(remat_out.format_pareto(g, rows))
+        if interrupted():
+            done = sum(1 for r in rows if r.get("status") != "interrupted")
+            print(f"interrupted: {done} of {len(budgets)} budgets solved")
         if args.plot:
             print(f"plot written to {args.plot}")
-    return 0
+    return 130 if interrupted() else 0
 
 
 # ================================================================ gadget
@@ -500,7 +630,8 @@ def main(argv=None) -> int:
         parser.print_help()
         return EXIT_USER_ERROR
     try:
-        return int(args.func(args) or 0)
+        with Interrupts():
+            return int(args.func(args) or 0)
     except SolverDisagreement as e:  # a claim contradicted by the evaluator: a bug, one line, exit 1
         print(f"memsched {args.command}: solver disagreement: {e}", file=sys.stderr)
         return 1

@@ -11,7 +11,31 @@ from memsched.solvers.result import SolveResult
 
 
 
-def format_result(graph: Graph, res: SolveResult) -> str:
+def stop_reason(res: SolveResult, time_limit: float | None = None) -> str:
+    """Why the solve stopped, in words."""
+    st = res.status
+    late = time_limit is not None and res.wall_s >= 0.9 * time_limit
+    if st == "interrupted":
+        return "interrupted (Ctrl-C): the best schedule found so far" if res.schedule is not None \
+            else "interrupted (Ctrl-C) before any schedule within the budget was found"
+    if st == "optimal":
+        return "proved optimal"
+    if st == "infeasible":
+        return "proved infeasible: no schedule fits the budget"
+    if st == "feasible":
+        if late:
+            return f"time limit ({time_limit:g} s) reached before optimality was proven"
+        return "the method ended without a proof of optimality (a heuristic, or a narrower class of schedules)"
+    if st == "timeout":
+        return f"time limit ({time_limit:g} s) reached" + ("" if res.schedule is not None else
+                                                             " before any schedule within the budget was found") \
+            if time_limit is not None else "time limit reached"
+    if st == "unknown":
+        return "no schedule found and no proof that none exists"
+    return st
+
+
+def format_result(graph: Graph, res: SolveResult, time_limit: float | None = None) -> str:
 
     d = result_json(graph, res)
     rows = [["status", res.status], ["method", str(d["method"])], ["budget", fmt_bytes(d["budget"])],
@@ -21,6 +45,7 @@ def format_result(graph: Graph, res: SolveResult) -> str:
             ["recomputations", fmt_num(d["recomputations"])],
             ["lower bound", fmt_num(res.lower_bound) + (f" ({res.objective})" if res.lower_bound is not None else "")],
             ["wall", f"{res.wall_s:.3f} s"]]
+    rows.append(["stopped", stop_reason(res, time_limit)])
     if res.message:
         rows.append(["note", res.message])
     rows.append(["claim", claim_words(res)])
