@@ -1,5 +1,6 @@
 """Graph validation: every malformed graph gives a GraphError naming the offending node."""
 import math
+import re
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -28,7 +29,16 @@ def test_cycle_is_named(g, data):
     with pytest.raises(GraphError, match="cycle") as e:
         _rebuild(g, ops=ops)
     msg = str(e.value)
-    assert repr(oi.name) in msg or repr(oj.name) in msg or "operator 'op" in msg
+    # "operator 'a': lies on a cycle (a -> b -> ... -> a)": the named cycle must be a real
+    # cycle of the modified graph, and the operator named first must lie on it
+    m = re.fullmatch(r"operator '([^']+)': lies on a cycle \((.+)\)", msg)
+    assert m, msg
+    cyc = m.group(2).split(" -> ")
+    assert len(cyc) >= 3 and cyc[0] == cyc[-1] == m.group(1), msg
+    assert len(set(cyc[:-1])) == len(cyc) - 1, msg
+    by_name = {o.name: o for o in ops}
+    for u, v in zip(cyc, cyc[1:]):
+        assert set(by_name[u].outputs) & set(by_name[v].inputs), f"{u} -> {v} is not an edge: {msg}"
 
 
 @settings(max_examples=200)
