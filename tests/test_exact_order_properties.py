@@ -174,6 +174,9 @@ def test_random_seeds_are_deterministic():
 
 
 def test_solve_dp_and_cpsat_stop_at():
+    """``stop_at`` stops the CP-SAT search at the first order with peak <= stop_at, and
+    only there: every improving order reported before the last one is above stop_at;
+    with stop_at below the optimum the search runs to a proven optimum."""
     from memsched.instances.generators import random_layered
     from memsched.solvers.ordering.downset_dp import solve_dp
 
@@ -181,9 +184,20 @@ def test_solve_dp_and_cpsat_stop_at():
     r = solve_dp(g, time_limit=30)
     opt = downset_dp(g).value
     assert r.status == "optimal" and r.peak == opt == r.lower_bound and r.extra["certified"]
-    om = build_order_model(g, lower_bound=B.trap_bound(g), hint=r.schedule.computes())
-    sol = solve_order_model(om, workers=1, stop_at=opt + 10**9)  # any order stops the search
-    assert sol.order is not None and not sol.interrupted and is_topo(g, sol.order)
+    given = g.given_order()
+    given_pk = order_peak(g, given)
+    assert given_pk > opt + 1  # the hint is far from optimal: there is room to stop early
+    for stop in (given_pk, (given_pk + opt) // 2, opt):
+        seen = []
+        om = build_order_model(g, lower_bound=B.trap_bound(g), hint=given)
+        sol = solve_order_model(om, workers=1, stop_at=stop, on_solution=lambda pk, b, t: seen.append(pk))
+        assert sol.order is not None and not sol.interrupted and is_topo(g, sol.order)
+        assert order_peak(g, sol.order) == sol.peak == seen[-1] <= stop
+        assert all(pk > stop for pk in seen[:-1]), (stop, seen)
+    seen = []
+    om = build_order_model(g, lower_bound=B.trap_bound(g), hint=given)
+    sol = solve_order_model(om, workers=1, stop_at=opt - 1, on_solution=lambda pk, b, t: seen.append(pk))
+    assert sol.status == "optimal" and sol.peak == opt == sol.bound and order_peak(g, sol.order) == opt
 
 
 def test_real_sigint_during_search_returns_timeout(tmp_path):
