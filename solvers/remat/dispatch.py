@@ -38,6 +38,7 @@ valid for the asked problem meets the schedule's value.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
 import time
@@ -69,6 +70,9 @@ METHOD_SCOPE = {"milp": "given-order-stages", "width-dp": "given-order-stages", 
 # Share of the time left after the warm starts given to the fixed-given-order CP model
 # before the free-order one (compute objective, when a schedule within the budget is known).
 FIXED_ORDER_SHARE = 0.35
+# Share of the time left given to the threshold lower bound (solvers/remat/proofs.py) once a
+# schedule within the budget is known (finite caps, compute objective).
+THRESHOLD_SHARE = 0.3
 
 
 # --------------------------------------------------------------- budgets
@@ -380,6 +384,30 @@ def solve_remat(graph: Graph, budget, method: str = "cp", cap=None, time_limit: 
         res.scope = METHOD_SCOPE.get(method, "heuristic")
     _check_result(graph, res, B, caps, objective, eps)
     lift_claims(graph, res, problem)
+    anytime(res)
+    return res
+
+
+def anytime(res: SolveResult) -> SolveResult:
+    """Anytime figures in ``res.extra`` (in place): ``time_to_first_s`` (the first schedule that
+    answers the asked problem), ``time_to_best_s`` (the returned one), ``time_to_proof_s``
+    (optimal or infeasible for the asked problem: the end of the solve) and ``gap``
+    ((value - lower bound) / value, 0 when proven optimal). Times a method did not record are the wall time."""
+    ex = res.extra
+    has = res.schedule is not None
+    wall = round(res.wall_s, 3)
+    if not has:
+        ex["time_to_first_s"] = ex["time_to_best_s"] = None
+    else:
+        if ex.get("time_to_best_s") is None:
+            ex["time_to_best_s"] = wall
+        if ex.get("time_to_first_s") is None or ex["time_to_first_s"] > ex["time_to_best_s"]:
+            ex["time_to_first_s"] = ex["time_to_best_s"]
+    ex["time_to_proof_s"] = wall if res.status in (Status.OPTIMAL, Status.INFEASIBLE) else None
+    gap = None
+    if has and res.lower_bound is not None and res.value:
+        gap = 0.0 if res.status == Status.OPTIMAL else max(0.0, (res.value - res.lower_bound) / res.value)
+    ex["gap"] = None if gap is None else round(gap, 9)
     return res
 
 
@@ -433,6 +461,8 @@ def asked_lower_bound(graph: Graph, problem: RematProblem):
         B = problem.budget
         if B is not None:
             olb = order_lower_bound(graph)
+            if problem.order == "given":  # without recomputation the given class holds one order
+                olb = max(olb or 0, given_peak(graph))
             if olb is not None and olb > B:
                 caps = problem.caps
                 extra = [graph.cost[v] for v in range(graph.n_ops)
@@ -560,6 +590,8 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
     unbounded = caps is None or any(c is None for c in caps)
     ecaps = effective_caps(caps, n, internal_cap)
     given = order == "given"
+    # one topological order: the free class is the given class, and the given-order model is much smaller
+    gmodel = given or unique_topological_order(graph)
     params = {"workers": workers, "seed": seed, "effective_cap": ecaps[0] if len(set(ecaps)) == 1 else "per-op"}
     base_scope = "given-first-computations" if given else "free"
     scope = base_scope if not unbounded else (f"capped:{internal_cap}" if not given else
@@ -568,9 +600,14 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
     scope_box = [scope]  # the internal cap may be raised below (a warm start that needs more)
     _orig_make_result = globals()["make_result"]
 
+    first_box: list = []  # seconds from t0 to the first schedule within the budget
+
     def make_result(*a, **kw):  # every result of this solve names its class
         kw.setdefault("scope", scope_box[0])
-        return _orig_make_result(*a, **kw)
+        res = _orig_make_result(*a, **kw)
+        if first_box and res.schedule is not None:
+            res.extra.setdefault("time_to_first_s", round(first_box[0], 3))
+        return res
 
     def infeasible_result(graph, solver, objective, reason, *, params=None, wall_s=0.0, proof="model"):
         params = dict(params or {})
@@ -637,6 +674,7 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
                 scope_box[0] = params["scope"] = (f"capped:{internal_cap}" if not given else
                                                   f"given-first-computations,capped:{internal_cap}")
         if ws is not None:
+            first_box.append(time.perf_counter() - t0)
             hint, how = ws
             hint_compute = evaluate(graph, hint).compute
             params["warm_start"] = f"{how} (compute {hint_compute:g})"
@@ -655,28 +693,33 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
             # first with the best order of first computations fixed (small search), then free
             cap_units = None
             found = None
-            phases = ((("phase 1 (given order)", graph.given_order(), 0.95),) if given else
+            phases = ((("phase 1 (given order)", graph.given_order(), 0.95),) if gmodel else
                       (("phase 1a (fixed order)", best_order, 0.3), ("phase 1b (free order)", None, 0.95)))
             for label, fix, share in phases:
-                complete = fix is None or given  # this phase's model is the whole class
+                complete = fix is None or gmodel  # this phase's model is the whole class
                 remaining = time_limit - (time.perf_counter() - t0)
                 cp1 = build_remat_cp(graph, None, ecaps, objective="peak", fix_order=fix)
                 cap_units = max(0, (B - cp1.const_bytes) // cp1.mem_unit)
                 cp1.model.Add(cp1.capacity >= cap_units)
                 cp1.hint_from_schedule(hint)
+                t_p = time.perf_counter()
                 st, sol, bound, wall, _log = _run_cpsat(cp1, remaining * share, seed, workers, progress, label)
                 params["phase1_s"] = round(params.get("phase1_s", 0) + wall, 3)
                 if sol is not None and sol[1] <= cap_units:
+                    first_box.append(t_p - t0 + next((e["t"] for e in _log if e["objective"] <= cap_units), wall))
                     found = sol
                     params["phase1"] = label
                     break
                 if sol is not None and evaluate(graph, sol[0]).peak < evaluate(graph, hint).peak:
                     hint = sol[0]  # least peak so far: a better start for the next try
-                if complete and (st == "infeasible" or (st == "optimal" and sol is not None)):
-                    lbp = None if sol is None else sol[1] * cp1.mem_unit + cp1.const_bytes
+                peak_lb_over = (sol is not None and bound is not None and math.ceil(bound - 1e-9) > cap_units)
+                if complete and (st == "infeasible" or (st == "optimal" and sol is not None) or peak_lb_over):
+                    lbp = None if sol is None else (sol[1] if st == "optimal" else math.ceil(bound - 1e-9)) \
+                        * cp1.mem_unit + cp1.const_bytes
                     why = (f"CP-SAT proves no schedule with at most {max(ecaps)} recomputation(s) per operator"
                            + (" and first computations in the given order" if given else "")
-                           + f" fits budget {B}" + (f" (least peak {lbp})" if lbp else ""))
+                           + f" fits budget {B}" + (f" (least peak {'' if st == 'optimal' else '>= '}{lbp})"
+                                                    if lbp else ""))
                     return infeasible_result(graph, solver_name, objective, why, params=params,
                                              wall_s=time.perf_counter() - t0)
             if found is None:
@@ -691,7 +734,7 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
         # a much smaller model in which CP-SAT often finds cheap schedules fast; its best
         # schedule hints the free-order model (a superset), whose bound alone is reported
         remaining = time_limit - (time.perf_counter() - t0)
-        if remaining > 6.0 and FIXED_ORDER_SHARE > 0 and not given:
+        if remaining > 6.0 and FIXED_ORDER_SHARE > 0 and not gmodel:
             cpf = build_remat_cp(graph, B, ecaps, objective="compute", fix_order=graph.given_order())
             cpf.hint_from_schedule(hint)
             t_f = time.perf_counter()
@@ -707,10 +750,18 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
                     t_rel = next((e["t"] for e in log_f if e["objective"] <= sol_f[1] + 1e-9), wall_f)
                     hint_time = (t_f - t0) + t_rel
         remaining = time_limit - (time.perf_counter() - t0)
-        cp = build_remat_cp(graph, B, ecaps, objective="compute", fix_order=graph.given_order() if given else None)
+        floor = _threshold_floor(graph, B, ecaps, hint, floor, unbounded, gmodel, baseline, params, workers, seed,
+                                 THRESHOLD_SHARE * (time_limit - (time.perf_counter() - t0)))
+        if same_value(floor, evaluate(graph, hint).compute, "compute"):
+            return make_result(graph, hint, solver=solver_name, status=Status.OPTIMAL, objective="compute",
+                               lower_bound=floor, params=params, extra={"time_to_best_s": round(hint_time, 3)},
+                               message="the threshold bound meets the warm start (docs/remat.md)")
+        remaining = time_limit - (time.perf_counter() - t0)
+        cp = build_remat_cp(graph, B, ecaps, objective="compute", fix_order=graph.given_order() if gmodel else None)
+        _add_floor(cp, floor)
     else:
         cp = build_remat_cp(graph, B, ecaps, objective="peak", compute_budget=limit_c,
-                            fix_order=graph.given_order() if given else None)
+                            fix_order=graph.given_order() if gmodel else None)
     params["build_s"] = round(time.perf_counter() - tb, 3)
     params.update({k: v for k, v in cp.info.items()})
     cp.hint_from_schedule(hint)
@@ -755,6 +806,27 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
     if res.peak > peak_claim:
         raise SolverDisagreement(f"{solver_name}: decoded schedule peak {res.peak} exceeds the model's peak {peak_claim}")
     return res
+
+
+def _threshold_floor(graph, B, ecaps, hint, floor, unbounded, gmodel, baseline, params, workers, seed, time_limit):
+    """max(floor, the threshold bound of solvers/remat/proofs.py) for the model's class, climbing
+    no higher than the warm start's extra compute; the floor unchanged without finite caps."""
+    if unbounded or time_limit < 0.2:
+        return floor
+    from memsched.solvers.remat.proofs import threshold_bound
+
+    t = time.perf_counter()
+    tbd = threshold_bound(graph, B, ecaps, "given" if gmodel else "free", upto=evaluate(graph, hint).compute - baseline,
+                          time_limit=time_limit, workers=workers, seed=seed)
+    params["threshold_bound"] = {"extra": tbd.extra, "complete": tbd.complete, "s": round(time.perf_counter() - t, 3),
+                                 "checks": [list(c) for c in tbd.checks]}
+    return max(floor, tbd.lower_bound)
+
+
+def _add_floor(cp, floor):
+    """The objective floor as a redundant constraint (integer costs only: scaled costs are rounded)."""
+    if cp.objective == "compute" and cp.cost_div < 0 and floor is not None:
+        cp.model.Add(cp.objective_expr >= int(math.ceil(floor / -cp.cost_div - 1e-9)))
 
 
 def _lb_compute(cp, bound, baseline):
@@ -828,7 +900,7 @@ def _run_cpsat(cp, time_limit, seed, workers, progress, label):
     solver = cp_model.CpSolver()
     prm = solver.parameters
     prm.max_time_in_seconds = max(0.1, float(time_limit))
-    prm.num_workers = max(1, int(workers))
+    prm.num_workers = int(workers) if int(workers) >= 1 else max(1, os.cpu_count() or 1)  # 0: one per core
     prm.random_seed = int(seed)
     log: list[dict] = []
     t0 = time.perf_counter()
