@@ -336,9 +336,12 @@ def downset_optimize(g: Graph, lower: int, upper: int, incumbent=None, *, max_st
     return best, hi, lo, used
 
 
-def beam_order(g: Graph, width: int = 64, *, lower_bound: int = 0) -> list[int]:
+def beam_order(g: Graph, width: int = 64, *, lower_bound: int = 0, deadline: float | None = None) -> list[int] | None:
     """Heuristic: the down-set recursion keeping the ``width`` best states (least peak so
-    far, then least resident bytes) of each size. O(n * width * degree)."""
+    far, then least resident bytes) of each size. O(n * width * degree) steps on
+    n-bit state masks. None if ``time.perf_counter()`` passes ``deadline`` first."""
+    import time
+
     n = g.n_ops
     if n == 0:
         return []
@@ -354,6 +357,8 @@ def beam_order(g: Graph, width: int = 64, *, lower_bound: int = 0) -> list[int]:
             continue
         if size == n:
             return list(layer[T.full][3])
+        if deadline is not None and time.perf_counter() > deadline:
+            return None
         if len(layer) > width:
             items = sorted(layer.items(), key=lambda kv: (kv[1][0], kv[1][1]))[:width]
         else:

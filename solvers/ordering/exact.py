@@ -197,8 +197,10 @@ def _heuristics(g: Graph, lb: int, deadline: float, beam_width: int = 16) -> tup
     """Best order among the project's heuristics and the down-set beam search."""
     runs = run_heuristics(g, stop_at=lb, deadline=deadline)
     if not (min(p for _, _, p in runs) <= lb or time.perf_counter() > deadline):
-        o = beam_order(g, beam_width, lower_bound=lb)
-        runs.append((f"beam{beam_width}", o, order_peak(g, o)))
+        now = time.perf_counter()
+        o = beam_order(g, beam_width, lower_bound=lb, deadline=now + 0.1 * (deadline - now))
+        if o is not None:
+            runs.append((f"beam{beam_width}", o, order_peak(g, o)))
     best = min(runs, key=lambda r: r[2])
     peaks = {nm: p for nm, _, p in runs}
     best = (best[1], best[2], best[0])
@@ -213,7 +215,7 @@ def _split_search(g: Graph, theta: int, deadline: float, cap: int, depth: int = 
         return []
     if time.perf_counter() > deadline:
         return None
-    lb, v = B.trap_bound(g, want_critical=True)
+    lb, v = B.trap_bound(g, want_critical=True, time_budget=max(0.0, deadline - time.perf_counter()))
     if lb > theta:
         return None
     o, pk, _, _ = _heuristics(g, theta, deadline, beam_width=16)
@@ -308,7 +310,7 @@ def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, wor
     from .downset_dp import downset_decide
 
     cur = order_peak(sg, so)
-    lb = max(theta, B.trap_bound(sg, [so]))
+    lb = max(theta, B.trap_bound(sg, [so], time_budget=0.2 * max(0.0, deadline - time.perf_counter())))
     if cur <= lb:
         return so, lb, "", False
 
@@ -477,8 +479,11 @@ def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: 
             certified()
             return finish()
         # 1. bounds and heuristics
-        trap, _ = B.trap_bound(g, want_critical=True)
+        tinfo: dict = {}
+        trap, _ = B.trap_bound(g, want_critical=True, time_budget=0.25 * time_limit, info=tinfo)
         info["bounds"] = {"initial": B.initial_bound(g), "per_op": B.per_op_bound(g), "trap": trap}
+        if not tinfo.get("complete", True):
+            info["bounds"]["trap_stopped_by_budget"] = True
         state["lb"] = max(state["lb"], trap, info["bounds"]["per_op"])
         o, pk, nm, peaks = _heuristics(g, state["lb"], deadline)
         info["heuristics"] = peaks
