@@ -79,7 +79,10 @@ def timelines_figure(rep: CrosscheckReport):
     drawn = [r for r in rep.rows if r.schedule is not None and r.peak is not None]
     top = max([r.peak for r in drawn] + [rep.budget or 0, rep.order_lower_bound or 0, 1])
     div, unit = byte_unit(top)
-    colors = dict(zip([r.method + "/" + r.problem for r in drawn], distinct_colors(len(drawn))))
+    colors = {}
+    for problem in ("order", "remat"):  # distinct colours within each panel (tab10 while it suffices)
+        mine = [r.method + "/" + r.problem for r in drawn if r.problem == problem]
+        colors.update(zip(mine, distinct_colors(len(mine))))
     panels = [("order", "orderings (no recomputation)"), ("remat", "rematerialization (recomputation allowed)")]
     panels = [(k, t) for k, t in panels if any(r.problem == k for r in drawn)] or panels[:1]
     fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 5.2), sharey=True, squeeze=False)

@@ -623,13 +623,23 @@ def plot_sweep(result: SweepResult, path: str) -> None:
     for h in result.holes:
         ax1.axvspan(h.first, h.last + 1e-9, color="red", alpha=0.3)
     ax1.set_yticks([])
-    ax1.legend(loc="upper left", fontsize=7, ncol=5)
-    ax1.set_title(f"{result.trace.split('/')[-1][:40]}  {result.heuristic}: feasibility map "
-                  f"({len(result.points)} samples, {len(result.holes)} hole regions)", fontsize=9)
+    ax1.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False, title="outcome")
+    nh = len(result.holes)
+    name = result.trace.split("/")[-1]
+    mem = result.baseline_memory
+    div, unit = 1.0, "B"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if mem < 1024 * div or unit == "GiB":
+            break
+        div *= 1024
+    fig.suptitle(f"DTR feasibility map: {name}\nheuristic {result.heuristic}, {len(result.points)} budgets sampled, "
+                 f"{nh} hole region{'' if nh == 1 else 's'} (shaded), baseline memory {mem / div:.4g} {unit}",
+                 fontsize=9)
     ok = [p for p in result.points if p.outcome == "ok"]
-    ax2.plot([p.ratio for p in ok], [p.clock / result.baseline_compute for p in ok], ".", ms=3)
-    ax2.set_xlabel("budget ratio")
-    ax2.set_ylabel("overhead (clock / baseline)")
+    ax2.plot([p.ratio for p in ok], [p.clock / result.baseline_compute for p in ok], ".", ms=3, color="tab:green")
+    ax2.set_xlabel("budget (fraction of the trace's baseline memory)")
+    ax2.set_ylabel("compute / baseline compute")
+    ax2.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)

@@ -18,6 +18,35 @@ def _plt():
     return plt
 
 
+def _unit(max_bytes) -> tuple[float, str]:
+    """(divisor, unit) for a bytes axis: B, KiB, MiB, GiB."""
+    x, div = float(max_bytes or 0), 1.0
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(x) < 1024 or unit == "GiB":
+            return div, unit
+        x /= 1024
+        div *= 1024
+    return div, "GiB"
+
+
+def _colors(n: int) -> list:
+    """n distinct colours (tab10, tab20, then a hue circle)."""
+    import matplotlib
+
+    name = "tab10" if n <= 10 else "tab20" if n <= 20 else "hsv"
+    cmap = matplotlib.colormaps[name]
+    return [cmap(i if n <= 20 else i / n) for i in range(n)]
+
+
+def front(xy: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The non-dominated points of ``xy`` (both coordinates minimized), sorted by x."""
+    out = []
+    for p in sorted(set(xy)):
+        if not any(q != p and q[0] <= p[0] and q[1] <= p[1] for q in xy):
+            out.append(p)
+    return out
+
+
 def _save(fig, path: Path):
     fig.tight_layout()
     fig.savefig(path, dpi=90, metadata={"Software": None}, bbox_inches="tight")
@@ -30,30 +59,31 @@ def plot_timeline(graph, runs: list[tuple[str, object]], path: Path, bound=None,
     from memsched.formulations import evaluate
 
     plt = _plt()
+    evs = [(label, evaluate(graph, sched)) for label, sched in runs]
+    div, unit = _unit(max([ev.peak for _, ev in evs] + [bound or 0, budget or 0, 1]))
     fig, ax = plt.subplots(figsize=(8, 3.6))
-    for label, sched in runs:
-        ev = evaluate(graph, sched)
-        ys = [ev.initial] + ev.timeline
-        line, = ax.step(range(len(ys)), ys, where="post", label=f"{label} (peak {ev.peak})", lw=1.2)
+    for (label, ev), col in zip(evs, _colors(len(evs))):
+        ys = [(y / div) for y in [ev.initial] + ev.timeline]
+        ax.step(range(len(ys)), ys, where="post", label=f"{label} (peak {ev.peak / div:.4g} {unit})", lw=1.2,
+                color=col)
         k = ev.peak_event + 1 if ev.peak_event >= 0 else 0
-        ax.plot([k], [ev.peak], "v", color=line.get_color(), ms=8)
-        ax.annotate(f"{ev.peak}", (k, ev.peak), textcoords="offset points", xytext=(4, 4), fontsize=7,
-                    color=line.get_color())
+        ax.plot([k], [ev.peak / div], "v", color=col, ms=8)
     if bound is not None:
-        ax.axhline(bound, ls="--", color="gray", lw=0.8, label=f"best bound {bound:g}")
+        ax.axhline(bound / div, ls="--", color="gray", lw=0.8, label=f"best lower bound {bound / div:.4g} {unit}")
     if budget is not None:
-        ax.axhline(budget, ls=":", color="red", lw=0.8, label=f"budget {budget:g}")
+        ax.axhline(budget / div, ls=":", color="red", lw=0.8, label=f"budget {budget / div:.4g} {unit}")
     ax.margins(y=0.12)
-    ax.set_xlabel("event")
-    ax.set_ylabel("bytes resident")
+    ax.set_xlabel("event (compute or free) of the schedule")
+    ax.set_ylabel(f"memory resident ({unit})")
     ax.set_title(f"memory timeline: {graph.name}")
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return _save(fig, path)
 
 
 def plot_pareto(rows: list[dict], path: Path, max_instances: int = 6) -> Path | None:
     """Extra compute (% over computing every operator once) vs peak (fraction of the
-    given order's peak), one line per (instance, solver)."""
+    given order's peak): per (instance, solver) its non-dominated points joined as a
+    staircase (a dominated point is no part of a front); one panel per instance."""
     pts: dict[tuple, list] = {}
     for r in rows:
         if r.get("budget") is None or r.get("status") not in ("optimal", "feasible", "timeout"):
@@ -70,38 +100,51 @@ def plot_pareto(rows: list[dict], path: Path, max_instances: int = 6) -> Path | 
     n = len(insts)
     cols = min(3, n)
     fig, axes = plt.subplots(math.ceil(n / cols), cols, figsize=(4 * cols, 3.2 * math.ceil(n / cols)), squeeze=False)
+    solvers = sorted({s for _, s in pts})
+    color = dict(zip(solvers, _colors(len(solvers))))
     for ax, inst in zip(axes.flat, insts):
         for (i, s), xy in sorted(pts.items()):
             if i != inst:
                 continue
-            xy.sort()
-            ax.plot([p[0] for p in xy], [p[1] for p in xy], "o-", ms=3, label=s)
+            f = front(xy)
+            ax.step([p[0] for p in f], [p[1] for p in f], where="post", marker="o", ms=3, color=color[s], label=s)
         ax.set_title(inst, fontsize=9)
         ax.set_xlabel("peak / given-order peak")
-        ax.set_ylabel("extra compute %")
-        ax.legend(fontsize=6)
+        ax.set_ylabel("extra compute (%)")
+        ax.grid(alpha=0.3)
+    handles = [plt.Line2D([], [], color=color[s], marker="o", ms=3, label=s) for s in solvers]
+    fig.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 0.98), frameon=False,
+               title="solver")
+    fig.suptitle("Pareto fronts: extra compute vs peak (non-dominated points)", fontsize=10)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     return _save(fig, path)
 
 
 def plot_cert_gap(cells, path: Path) -> Path | None:
-    """Certificate gap (best known vs best bound) per family, one box per family."""
-    fams: dict[str, list] = {}
-    for c in cells:
-        if c.cert_gap is not None:
-            fams.setdefault(f"{c.family}\n{c.problem}", []).append(100 * c.cert_gap)
-    if not fams:
+    """Certificate gap (best known vs best bound) of every instance, one bar each,
+    grouped and coloured by family (a box per family said nothing with one family or
+    a handful of instances); certified optima are marked 0 explicitly."""
+    items = sorted(((c.family, c.problem, c.instance, 100 * c.cert_gap) for c in cells if c.cert_gap is not None),
+                   key=lambda t: (t[0], t[1], -t[3], t[2]))
+    if not items:
         return None
     plt = _plt()
-    names = sorted(fams)
-    fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(names)), 3.4))
-    ax.boxplot([fams[n] for n in names], showmeans=True)
-    ax.set_xticks(range(1, len(names) + 1), names, fontsize=7)
-    for k, n in enumerate(names, 1):
-        ax.plot([k] * len(fams[n]), fams[n], ".", color="k", ms=3, alpha=0.5)
-    ax.set_ylabel("certificate gap %")
-    ax.set_title("certificate gap per family (0 = certified optimal)")
+    fams = sorted({(f, p) for f, p, _, _ in items})
+    color = dict(zip(fams, _colors(len(fams))))
+    fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.24 * len(items)))
+    ys = list(range(len(items)))[::-1]
+    ax.barh(ys, [g for *_, g in items], color=[color[(f, p)] for f, p, _, _ in items], height=0.7)
+    for y, (_, _, _, g) in zip(ys, items):
+        ax.annotate("certified" if g == 0 else f"{g:.2f} %", (g, y), xytext=(3, 0), textcoords="offset points",
+                    va="center", fontsize=6)
+    ax.set_yticks(ys, [f"{i} ({p})" for _, p, i, _ in items], fontsize=6)
+    ax.set_xlabel("certificate gap: (best known - best bound) / best known (%)")
+    ax.set_title("certificate gap per instance (0 = certified optimal)", fontsize=10)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=color[k], label=f"{k[0]} / {k[1]}") for k in fams]
+    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+              title="family / problem")
+    ax.margins(x=0.15)
     return _save(fig, path)
 
 
@@ -132,9 +175,10 @@ def plot_feasibility(rows: list[dict], path: Path) -> Path | None:
             ax.scatter([p[1] for p in sel], [ys.index(p[0]) for p in sel], c=col, marker="s", s=30, label=st)
     ax.set_yticks(range(len(ys)), ys, fontsize=6)
     ax.set_xlabel("budget (fraction of the given order's peak)")
+    ax.grid(axis="x", alpha=0.3)
     dtr = any("dtr" in p[0].lower() for p in pts)
     ax.set_title("feasibility map over budgets" + (" (DTR rows included)" if dtr else ""))
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, title="status")
     return _save(fig, path)
 
 
