@@ -93,6 +93,15 @@ def run(n: int, start: int, all_pairs: bool, order_every: int, time_limit: float
         if log_every and done % log_every == 0:
             print(f"{done}/{n} instances, {sum(calls.values())} remat calls, {len(disagreements)} disagreements, "
                   f"{len(crashes)} crashes, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+            # a checkpoint: the instances finished so far (a run stopped early keeps them)
+            _write(out_json, done, start, all_pairs, t0, ops_hist, calls, statuses, not_applicable, order_calls,
+                   disagreements, crashes)
+    return _write(out_json, n, start, all_pairs, t0, ops_hist, calls, statuses, not_applicable, order_calls,
+                  disagreements, crashes)
+
+
+def _write(out_json, n, start, all_pairs, t0, ops_hist, calls, statuses, not_applicable, order_calls,
+           disagreements, crashes):
     wall = time.perf_counter() - t0
     data = {"instances": n, "start_seed": start, "all_pairs": all_pairs, "wall_s": round(wall, 1),
             "operators_histogram": dict(sorted(ops_hist.items())),
@@ -110,8 +119,8 @@ def merge(parts: list[dict]) -> dict:
     """One results dict from runs over consecutive disjoint seed ranges."""
     parts = sorted(parts, key=lambda d: d["start_seed"])
     for a, b in zip(parts, parts[1:]):
-        if a["start_seed"] + a["instances"] != b["start_seed"] or a["all_pairs"] != b["all_pairs"]:
-            raise SystemExit("bench_referee --merge: runs must cover consecutive seed ranges with the same pairs")
+        if a["start_seed"] + a["instances"] > b["start_seed"] or a["all_pairs"] != b["all_pairs"]:
+            raise SystemExit("bench_referee --merge: runs must cover disjoint seed ranges with the same pairs")
     calls = collections.Counter()
     for d in parts:
         for r in d["calls"]:
@@ -126,6 +135,7 @@ def merge(parts: list[dict]) -> dict:
         na.update(d["not_applicable"])
         oc.update(d["ordering_calls"])
     return {"instances": sum(d["instances"] for d in parts), "start_seed": parts[0]["start_seed"],
+            "seed_ranges": [[d["start_seed"], d["start_seed"] + d["instances"] - 1] for d in parts],
             "all_pairs": parts[0]["all_pairs"], "wall_s": round(sum(d["wall_s"] for d in parts), 1),
             "operators_histogram": dict(sorted(hist.items())),
             "calls": [{"method": m, "cap": c, "order": o, "calls": k} for (m, c, o), k in sorted(calls.items())],
@@ -141,9 +151,10 @@ def section(data, cmd: str) -> str:
         calls[row["method"]][row["cap"]] += row["calls"]
     dis = collections.Counter((d["method"]) for d in data["disagreements"])
     crash = collections.Counter(c["method"] for c in data["crashes"])
+    ranges = data.get("seed_ranges") or [[data["start_seed"], data["start_seed"] + data["instances"] - 1]]
     lines = ["## Claims against brute force (referee)", "",
-             f"{data['instances']} seeded random instances (seeds {data['start_seed']}.."
-             f"{data['start_seed'] + data['instances'] - 1}; 1-8 operators, multi-output operators, workspace, "
+             f"{data['instances']} seeded random instances (seeds "
+             f"{', '.join(f'{a}..{b}' for a, b in ranges)}; 1-8 operators, multi-output operators, workspace, "
              "pinned / unpinned / unread graph inputs, required outputs), each judged by the exhaustive referee "
              "(tests/referee.py; its exactness argument is in docs/referee.md). A disagreement is any claim "
              "(status optimal or infeasible, lower_bound, class_status / class_lower_bound in the method's scope) "
