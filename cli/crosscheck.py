@@ -38,7 +38,7 @@ def format_report(rep: CrosscheckReport) -> str:
         rows.append([r.method, "order" if r.problem == "order" else "remat",
                      fmt_bytes(r.peak) if r.peak is not None else "-", realized,
                      "-" if pct is None else f"{pct:+.2f}%", _status_text(rep, r),
-                     "-" if gap is None else f"{100 * gap:.2f}%"])
+                     "-" if gap is None else f"{100 * gap:.2f}% " + ("peak" if r.problem == "order" else "compute")])
     head = [f"graph {g.name}: {g.n_ops} operators, given-order peak {fmt_bytes(_given_peak(rep))}",
             f"remat budget: {fmt_bytes(rep.budget)}" + (f" ({rep.budget_ratio} x given peak)" if rep.budget_ratio else "")
             + (", free order" if rep.order == "free" else ", first computations in the given order")
@@ -47,7 +47,8 @@ def format_report(rep: CrosscheckReport) -> str:
             f"programs run on: {', '.join(rep.backends) or 'none'}"
             + (f" (every size divided by {rep.exec_scale}; realized peaks are of that scaled program)"
                if rep.exec_scale > 1 else ""), ""]
-    body = table(rows, ["method", "problem", "modeled peak", "realized peak", "extra compute", "status", "gap to bound"])
+    body = table(rows, ["method", "problem", "modeled peak", "realized peak", "extra compute", "status",
+                        "gap to bound (order rows: peak; remat rows: compute)"])
     if rep.disagreements:
         verdict = "\nVERDICT: DISAGREEMENT\n" + "\n".join(f"  - {d}" for d in rep.disagreements)
     else:

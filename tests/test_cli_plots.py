@@ -101,6 +101,13 @@ def test_crosscheck_timelines_small_multiples_distinct_colours(tmp_path, capsys)
     # the order lower bound is not drawn under remat schedules (they may go below it)
     assert not any("lower bound" in ln.get_label() for ln in remat_ax.get_lines())
     assert any("budget" in ln.get_label() for ln in remat_ax.get_lines())
+    # the report's gap column names what each gap measures (a peak gap for orders, compute for remat)
+    from memsched.cli.crosscheck import format_report
+
+    for line in format_report(rep).splitlines():
+        cells = line.split()
+        if len(cells) > 2 and cells[1] in ("order", "remat") and cells[-1] != "-":
+            assert cells[-1] == ("peak" if cells[1] == "order" else "compute"), line
     png = tmp_path / "t.png"
     from memsched.cli.crosscheck import plot_timelines
 
