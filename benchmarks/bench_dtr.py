@@ -503,7 +503,8 @@ def run_price_of_online(a) -> int:
     """Price of online: DTR (H = 0), lookahead-10 (H = 10), lookahead-inf and belady (H = inf)
     replaying each shipped graph in its given order (solvers.dtr.replay_graph, overhead limit
     inf so that only OOM fails), against the offline optimum of the exact remat solver
-    (solve_remat method cp, 1 worker) at the same budget = ceil(r x given-order peak)."""
+    (solve_remat method cp, 1 worker) at the same budget = floor(r x given-order peak)
+    (formulations.ratio_budget; results computed before that rule used ceil, at most one byte more)."""
     import math
 
     from memsched.instances.formats import load_graph
@@ -545,7 +546,8 @@ def price_section() -> list[str]:
     pol = d["policies"]
     L = ["### Price of online (DTR vs the offline optimum on shipped graphs)", "",
          "Overhead = compute / compute of one pass (1.000 = no recomputation) at budget",
-         "ceil(r x peak of the given order), for every shipped instance of at most "
+         "floor(r x peak of the given order) (formulations.ratio_budget; results computed before that rule used ceil, "
+         "at most one byte more), for every shipped instance of at most "
          f"{d['max_ops']} operators. DTR policies replay the",
          "given order (`solvers.dtr.replay_graph`, overhead limit inf: only OOM fails, shown `O`); `dtr` is",
          "H = 0, `lookahead-10` knows the next 10 operators, `lookahead-inf` / `belady` the whole future",

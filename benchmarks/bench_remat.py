@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -46,10 +47,12 @@ def load():
 
 def run_one(path, ratio, method, time_limit, workers):
     from memsched.instances import load_graph
-    from memsched.solvers.remat.dispatch import resolve_budget, solve_remat
+    from memsched.solvers.remat.dispatch import given_peak, solve_remat
 
     g = load_graph(path)
-    B = resolve_budget(g, ratio)
+    # Moccasin's protocol rounds the ratio budget up (memsched's own rule, formulations.ratio_budget,
+    # rounds down): both sides of this comparison get the same ceil(r x P) bytes
+    B = int(math.ceil(ratio * given_peak(g) - 1e-9))
     t0 = time.perf_counter()
     r = solve_remat(g, B, method=method, cap=1, time_limit=time_limit, workers=workers)
     wall = time.perf_counter() - t0
