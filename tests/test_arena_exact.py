@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from memsched.formulations import MemschedError
 from memsched.solvers.arena import Buffer, PlacementError, check_placement, solve_arena
@@ -133,7 +133,17 @@ def test_fragmentation_instance_needs_more_than_max_live():
     assert r.lower_bound == opt >= r.max_live
 
 
+from memsched.solvers.arena import exact  # noqa: E402
 from memsched.solvers.arena.exact import PREORDERS, search_fits, search_minimize  # noqa: E402
+
+ENGINES = ["numpy"] + (["numba"] if exact.ENGINE == "numba" else [])
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request, monkeypatch):
+    """Run a test under each search engine (the compiled kernel when numba is present)."""
+    monkeypatch.setattr(exact, "ENGINE", request.param)
+    return request.param
 
 
 @st.composite
@@ -147,9 +157,9 @@ def tight_instances(draw):
     return out
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tight_instances(), st.sampled_from(PREORDERS))
-def test_search_alone_decides_exactly(bufs, preorder):
+def test_search_alone_decides_exactly(engine, bufs, preorder):
     opt = brute_force(bufs)
     offs = search_fits(bufs, opt, preorder=preorder)
     assert offs is not None
@@ -157,8 +167,8 @@ def test_search_alone_decides_exactly(bufs, preorder):
     assert search_fits(bufs, opt - 1, preorder=preorder) is None
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tight_instances())
-def test_branch_and_bound_alone_minimizes(bufs):
+def test_branch_and_bound_alone_minimizes(engine, bufs):
     offs, top = search_minimize(bufs)
     assert top == brute_force(bufs) == check_placement(bufs, offs)

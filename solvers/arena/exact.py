@@ -36,6 +36,7 @@ from .bounds import max_live
 from .buffers import Buffer, check_buffers, components, conflicts, sections_of
 from .check import check_placement
 from .greedy import best_greedy
+from .kernel import BUDGET, ENGINE, EXHAUSTED, FOUND, SPLIT, KernelState
 
 __all__ = ["ArenaResult", "solve_arena", "PREORDERS", "METHODS"]
 
@@ -98,6 +99,7 @@ class _Part:
         self.starts = np.array(starts, dtype=np.int64)
         self.fsize = self.size[self.flat]
         self.starts_ext = np.append(self.starts, len(flat))
+        self.fsec = np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(self.starts_ext))
         # the section range a placement of b can change: b's and its conflicts' sections
         self.a0 = [min([sec.first[i]] + [sec.first[j] for j in adj[i]]) for i in range(n)]
         self.a1 = [max([sec.last[i]] + [sec.last[j] for j in adj[i]]) for i in range(n)]
@@ -185,6 +187,25 @@ class _Search:
         above max(o, their lowest minoff) and are pairwise disjoint within a section."""
         return int(np.where(tot > 0, np.maximum(low, o) + tot, 0).max())
 
+    strong = True
+
+    def _stacked(self, minoff, unpl, fl, f0, o, cap) -> bool:
+        """Section inference by thresholds: in a section, the unplaced buffers whose minimum
+        offset is >= m all lie in [max(o, m), cap), so their sizes sum to <= cap - max(o, m)."""
+        p = self.p
+        mask = unpl[fl]
+        if not mask.any():
+            return True
+        f = fl[mask]
+        m = minoff[f]
+        sg = p.fsec[f0:f0 + len(fl)][mask]
+        order = np.lexsort((-m, sg))
+        m, sg, sz = m[order], sg[order], p.size[f][order]
+        cs = np.cumsum(sz)
+        head = np.flatnonzero(np.r_[True, sg[1:] != sg[:-1]])
+        base = np.repeat(cs[head] - sz[head], np.diff(np.r_[head, len(sg)]))
+        return int((np.maximum(m, o) + cs - base).max()) <= cap
+
     def _dfs(self, minoff, unpl, low, tot, left, last_off, last_rank) -> bool:
         self.nodes += 1
         if self.node_limit is not None and self.nodes > self.node_limit:
@@ -243,7 +264,7 @@ class _Search:
             nlow[a0:a1] = np.minimum.reduceat(np.where(nu[fl], nm[fl], self.BIG), p.starts[a0:a1] - f0)
             ntot = tot.copy()
             ntot[s0:s1] -= sb
-            if self._need(nlow, ntot, o) <= cap:
+            if self._need(nlow, ntot, o) <= cap and (not self.strong or self._stacked(nm, nu, fl, f0, o, cap)):
                 self.off[b] = o
                 cross = self.cross
                 if s1 - 1 > s0:
@@ -276,6 +297,110 @@ class _Search:
             if ovu.size == 0:
                 break  # hatless: no sibling can succeed where this one failed
         return False
+
+
+class _KSearch:
+    """The same search run by the compiled kernel (:mod:`.kernel`), in chunks of nodes so that
+    node limits and the deadline are honoured between chunks."""
+
+    CHUNK = 20000
+
+    def __init__(self, part: _Part, cap: int, rank: np.ndarray, deadline: float, node_limit: int | None,
+                 improve: bool):
+        self.k = KernelState(part, cap, rank, improve)
+        self.deadline = deadline
+        self.node_limit = node_limit
+        self.improve = improve
+        self.best: np.ndarray | None = None
+        self.best_height: int | None = None
+
+    @property
+    def nodes(self) -> int:
+        return self.k.nodes
+
+    @property
+    def cap(self) -> int:
+        return self.k.cap
+
+    def _take_best(self):
+        if self.improve and self.k.st[7] >= 0 and (self.best_height is None or self.k.st[7] < self.best_height):
+            self.best, self.best_height = self.k.best_off.copy(), int(self.k.st[7])
+
+    def run(self) -> bool:
+        k = self.k
+        if self._solve(k.allowed.copy(), 0, int(k.st[11])):
+            self.best = k.off.copy()
+            self.best_height = int((k.off + k.size).max())
+            return True
+        return self.best is not None
+
+    def _chunk(self) -> int:
+        budget = self.CHUNK
+        if self.node_limit is not None:
+            budget = min(budget, self.node_limit - self.nodes)
+            if budget <= 0:
+                raise _Abort
+        r = self.k.run(budget)
+        self._take_best()
+        if r == BUDGET:
+            if self.node_limit is not None and self.nodes >= self.node_limit:
+                raise _Abort
+            if time.perf_counter() > self.deadline:
+                raise _Timeout
+        return r
+
+    def _solve(self, allowed, g0: int, g1: int) -> bool:
+        """Search from the pending node at depth st[0] over ``allowed`` until every allowed
+        buffer is placed (True) or the node at the base depth is exhausted (False)."""
+        k = self.k
+        st = k.st
+        base = int(st[9])
+        while True:
+            k.allowed[:] = allowed
+            st[9] = base
+            st[10], st[11] = g0, g1
+            r = self._chunk()
+            if r == FOUND:
+                return True
+            if r == EXHAUSTED:
+                return False
+            if r != SPLIT:
+                continue
+            # independent groups after the placement at depth d1 - 1: each alone, in time order
+            d1 = int(st[0])
+            b = int(k.d_b[d1 - 1])
+            s0, s1 = int(k.first[b]), int(k.last[b])
+            zeros = s0 + np.flatnonzero(k.cross[s0:s1 - 1] == 0)
+            rest = np.flatnonzero(k.unpl & allowed)
+            gid = np.searchsorted(zeros, k.first[rest], side="left")
+            o, rk = int(k.d_lo[d1]), int(k.d_lr[d1])
+            ok = True
+            for g in np.unique(gid):
+                gm = np.zeros_like(allowed)
+                members = rest[gid == g]
+                gm[members] = True
+                dd = int(st[0])
+                st[1] = 0
+                st[2] = int(gm.sum())
+                st[9] = dd
+                k.d_lo[dd], k.d_lr[dd] = o, rk
+                if not self._solve(gm, int(k.first[members].min()), int(k.last[members].max())):
+                    ok = False
+                    break
+            if ok:
+                return True
+            # a group has no completion: so has the split node's child; back to depth d1 - 1
+            k.unwind(d1)
+            st[1] = 2
+            st[2] = int((k.unpl & allowed).sum())
+            st[9] = base
+
+
+def _make_search(part: _Part, cap: int, rank: np.ndarray, deadline: float, node_limit: int | None, improve: bool):
+    """The compiled engine when numba is present and the arrays stay small, else numpy."""
+    if ENGINE == "numba" and KernelState.fits(part):
+        return _KSearch(part, cap, rank, deadline, node_limit, improve)
+    return _Search(part, cap, rank, deadline, node_limit, improve)
 
 
 def _cpsat(part: _Part, lb: int, ub: int, hint, deadline: float, seed: int = 0):
@@ -373,7 +498,7 @@ def _solve_part(part: _Part, capacity: int | None, minimize: bool, method: str, 
             while not done:
                 t_round = time.perf_counter()
                 for h in PREORDERS:
-                    s = _Search(part, goal, part.rank(h), deadline, limit, improve=False)
+                    s = _make_search(part, goal, part.rank(h), deadline, limit, improve=False)
                     try:
                         found = s.run()
                     except _Abort:
@@ -417,7 +542,7 @@ def _solve_part(part: _Part, capacity: int | None, minimize: bool, method: str, 
         # 2. branch and bound from just below the best height
         if not stats.get("timeout"):
             cap = best_h - 1 if hard_cap is None else min(best_h - 1, hard_cap)
-            s = _Search(part, cap, part.rank(PREORDERS[0]), deadline, None, improve=True)
+            s = _make_search(part, cap, part.rank(PREORDERS[0]), deadline, None, improve=True)
             try:
                 s.run()
                 exhausted = True
@@ -531,7 +656,7 @@ def search_fits(buffers, capacity: int, *, preorder: str = "WAT", time_limit: fl
     deadline = time.perf_counter() + time_limit
 
     def fn(part):
-        s = _Search(part, capacity, part.rank(preorder), deadline, None, improve=False)
+        s = _make_search(part, capacity, part.rank(preorder), deadline, None, improve=False)
         try:
             return s.best if s.run() else None
         except _Timeout:
@@ -547,7 +672,7 @@ def search_minimize(buffers, *, preorder: str = "WAT", time_limit: float = 60.0)
 
     def fn(part):
         cap = int(part.size.sum())
-        s = _Search(part, cap, part.rank(preorder), deadline, None, improve=True)
+        s = _make_search(part, cap, part.rank(preorder), deadline, None, improve=True)
         try:
             s.run()
         except _Timeout:

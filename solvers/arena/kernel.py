@@ -1,0 +1,359 @@
+"""The canonical search of :mod:`.exact` compiled with numba (when numba is importable).
+
+Same rules, same order of candidates, same proofs (docs/arena.md) as the numpy engine
+``exact._Search``, less the dynamic decomposition; the state lives in arrays with undo logs so
+that a search can stop after a node budget and resume (time limits are checked between
+chunks by the caller). ``ENGINE`` is "numba" or "numpy"; the environment variable
+``MEMSCHED_ARENA_ENGINE=numpy`` forces the numpy engine (the tests run both).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+try:  # pragma: no cover - depends on the environment
+    if os.environ.get("MEMSCHED_ARENA_ENGINE", "").lower() == "numpy":
+        raise ImportError("numpy engine forced")
+    from numba import njit
+
+    ENGINE = "numba"
+except ImportError:  # pragma: no cover
+    ENGINE = "numpy"
+
+    def njit(*a, **k):
+        def wrap(f):
+            return f
+        return wrap
+
+__all__ = ["ENGINE", "FOUND", "EXHAUSTED", "BUDGET", "SPLIT", "KernelState", "search_chunk", "unwind"]
+
+FOUND, EXHAUSTED, BUDGET, SPLIT = 1, 0, 2, 3
+BIG = np.int64(1) << np.int64(60)
+
+
+@njit(cache=True)
+def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
+                 minoff, unpl, low, tot, off, st, allowed, cross,
+                 d_lo, d_lr, d_A, d_T, d_cnt, d_pos, d_b, d_hat, d_mlog, d_llog, cand,
+                 mlog_i, mlog_v, llog_i, llog_v, best_off, budget):
+    """Run the depth-first search for at most ``budget`` nodes. ``st``: [depth, phase, left,
+    cap, improve, mlog top, llog top, best height, nodes, base depth, group's first section,
+    group's end section]. Only buffers in ``allowed``
+    are candidates; backtracking out of the node at the base depth ends the search (EXHAUSTED).
+    Returns FOUND / EXHAUSTED / BUDGET, or SPLIT (3) right after a placement that leaves the
+    allowed unplaced buffers in independent groups (the child node is pending)."""
+    n = size.shape[0]
+    S = tot.shape[0]
+    big = np.int64(1) << np.int64(60)
+    d = st[0]
+    phase = st[1]
+    left = st[2]
+    cap = st[3]
+    improve = st[4]
+    mtop = st[5]
+    ltop = st[6]
+    base = st[9]
+    g0 = st[10]
+    g1 = st[11]
+    nodes = 0
+    while True:
+        if phase == 0:  # enter the node at depth d
+            if nodes >= budget:
+                st[0] = d; st[1] = phase; st[2] = left; st[3] = cap; st[5] = mtop; st[6] = ltop
+                st[8] += nodes
+                return 2
+            nodes += 1
+            if left == 0:
+                if improve == 0:
+                    st[0] = d; st[1] = 2; st[2] = left; st[3] = cap; st[5] = mtop; st[6] = ltop
+                    st[8] += nodes
+                    return 1
+                h = 0
+                for i in range(n):
+                    if off[i] + size[i] > h:
+                        h = off[i] + size[i]
+                for i in range(n):
+                    best_off[i] = off[i]
+                st[7] = h
+                cap = h - 1
+                phase = 2
+                continue
+            mh = big
+            for c in range(n):
+                if unpl[c] and allowed[c]:
+                    v = minoff[c] + size[c]
+                    if v < mh:
+                        mh = v
+            lo = d_lo[d]
+            lr = d_lr[d]
+            k = 0
+            for c in range(n):
+                if unpl[c] and allowed[c]:
+                    m = minoff[c]
+                    if m < mh and (m > lo or (m == lo and rank[c] > lr)):
+                        cand[d, k] = c
+                        k += 1
+            for i in range(1, k):  # insertion sort by (minoff, rank)
+                x = cand[d, i]
+                mx = minoff[x]
+                rx = rank[x]
+                j = i - 1
+                while j >= 0:
+                    y = cand[d, j]
+                    if minoff[y] > mx or (minoff[y] == mx and rank[y] > rx):
+                        cand[d, j + 1] = y
+                        j -= 1
+                    else:
+                        break
+                cand[d, j + 1] = x
+            d_cnt[d] = k
+            d_pos[d] = 0
+            A = 0
+            T = 0
+            for s in range(S):
+                t = tot[s]
+                if t > 0:
+                    if low[s] + t > A:
+                        A = low[s] + t
+                    if t > T and g0 <= s < g1:
+                        T = t
+            d_A[d] = A
+            d_T[d] = T
+            phase = 1
+        elif phase == 1:  # try the next child of the node at depth d
+            pushed = False
+            while d_pos[d] < d_cnt[d]:
+                b = cand[d, d_pos[d]]
+                d_pos[d] += 1
+                o = minoff[b]
+                sb = size[b]
+                top = o + sb
+                if top > cap:
+                    continue
+                if d_A[d] > cap or o + d_T[d] > cap:
+                    d_pos[d] = d_cnt[d]
+                    break
+                s0 = first[b]
+                s1 = last[b]
+                mx = 0
+                for s in range(s0, s1):
+                    if tot[s] > mx:
+                        mx = tot[s]
+                if top + mx - sb > cap:
+                    continue
+                # place b at o, logging what changes
+                d_mlog[d] = mtop
+                d_llog[d] = ltop
+                hat = True
+                for q in range(ovp[b], ovp[b + 1]):
+                    c = ovi[q]
+                    if unpl[c]:
+                        hat = False
+                        if minoff[c] < top:
+                            mlog_i[mtop] = c
+                            mlog_v[mtop] = minoff[c]
+                            mtop += 1
+                            minoff[c] = top
+                unpl[b] = False
+                for s in range(s0, s1):
+                    tot[s] -= sb
+                for s in range(s0, s1 - 1):
+                    cross[s] -= 1
+                for s in range(a0[b], a1[b]):
+                    m = big
+                    for q in range(secp[s], secp[s + 1]):
+                        c = seci[q]
+                        if unpl[c] and minoff[c] < m:
+                            m = minoff[c]
+                    if m != low[s]:
+                        llog_i[ltop] = s
+                        llog_v[ltop] = low[s]
+                        ltop += 1
+                        low[s] = m
+                ok = True
+                for s in range(S):
+                    t = tot[s]
+                    if t > 0:
+                        l = low[s]
+                        if o > l and g0 <= s < g1:  # only this group continues above o
+                            l = o
+                        if l + t > cap:
+                            ok = False
+                            break
+                off[b] = o
+                d_b[d] = b
+                d_hat[d] = hat
+                if ok:
+                    d += 1
+                    left -= 1
+                    d_lo[d] = o
+                    d_lr[d] = rank[b]
+                    phase = 0
+                    pushed = True
+                    if improve == 0 and left > 1 and s1 - 1 > s0:
+                        zero = False
+                        for s in range(s0, s1 - 1):
+                            if cross[s] == 0:
+                                zero = True
+                                break
+                        if zero:
+                            r0 = -1
+                            split = False
+                            for c in range(n):
+                                if unpl[c] and allowed[c]:
+                                    cnt = 0
+                                    for s in range(s0, min(first[c], s1 - 1)):
+                                        if cross[s] == 0:
+                                            cnt += 1
+                                    if r0 == -1:
+                                        r0 = cnt
+                                    elif cnt != r0:
+                                        split = True
+                                        break
+                            if split:
+                                st[0] = d; st[1] = 0; st[2] = left; st[3] = cap; st[5] = mtop; st[6] = ltop
+                                st[8] += nodes
+                                return 3
+                    break
+                # undo
+                off[b] = -1
+                while ltop > d_llog[d]:
+                    ltop -= 1
+                    low[llog_i[ltop]] = llog_v[ltop]
+                while mtop > d_mlog[d]:
+                    mtop -= 1
+                    minoff[mlog_i[mtop]] = mlog_v[mtop]
+                for s in range(s0, s1):
+                    tot[s] += sb
+                for s in range(s0, s1 - 1):
+                    cross[s] += 1
+                unpl[b] = True
+                if hat:
+                    d_pos[d] = d_cnt[d]
+            if not pushed:
+                phase = 2
+        else:  # the node at depth d is done: back to its parent, undo the parent's choice
+            if d == base:
+                st[0] = d; st[1] = phase; st[2] = left; st[3] = cap; st[5] = mtop; st[6] = ltop
+                st[8] += nodes
+                return 0
+            d -= 1
+            left += 1
+            b = d_b[d]
+            off[b] = -1
+            while ltop > d_llog[d]:
+                ltop -= 1
+                low[llog_i[ltop]] = llog_v[ltop]
+            while mtop > d_mlog[d]:
+                mtop -= 1
+                minoff[mlog_i[mtop]] = mlog_v[mtop]
+            for s in range(first[b], last[b]):
+                tot[s] += size[b]
+            for s in range(first[b], last[b] - 1):
+                cross[s] += 1
+            unpl[b] = True
+            if d_hat[d]:
+                d_pos[d] = d_cnt[d]
+            phase = 1
+
+
+@njit(cache=True)
+def unwind(size, first, last, minoff, unpl, low, tot, off, st, cross, d_b, d_mlog, d_llog,
+           mlog_i, mlog_v, llog_i, llog_v, to_depth):
+    """Undo the placements made at depths st[0]-1 down to ``to_depth``; leaves st[0] = to_depth."""
+    d = st[0]
+    mtop = st[5]
+    ltop = st[6]
+    while d > to_depth:
+        d -= 1
+        b = d_b[d]
+        off[b] = -1
+        while ltop > d_llog[d]:
+            ltop -= 1
+            low[llog_i[ltop]] = llog_v[ltop]
+        while mtop > d_mlog[d]:
+            mtop -= 1
+            minoff[mlog_i[mtop]] = mlog_v[mtop]
+        for s in range(first[b], last[b]):
+            tot[s] += size[b]
+        for s in range(first[b], last[b] - 1):
+            cross[s] += 1
+        unpl[b] = True
+    st[0] = d
+    st[5] = mtop
+    st[6] = ltop
+
+
+class KernelState:
+    """Arrays of one search (one part, one capacity, one preorder)."""
+
+    def __init__(self, part, cap: int, rank: np.ndarray, improve: bool):
+        n = part.n
+        sec = part.sec
+        i64 = np.int64
+        self.size = part.size.astype(i64)
+        self.rank = rank.astype(i64)
+        deg = [len(a) for a in part.ov]
+        self.ovp = np.zeros(n + 1, dtype=i64)
+        self.ovp[1:] = np.cumsum(deg)
+        self.ovi = np.concatenate(part.ov).astype(i64) if n and self.ovp[-1] else np.zeros(1, dtype=i64)
+        self.first = np.array(sec.first, dtype=i64)
+        self.last = np.array(sec.last, dtype=i64)
+        self.secp = part.starts_ext.astype(i64)
+        self.seci = part.flat.astype(i64)
+        self.a0 = np.array(part.a0, dtype=i64)
+        self.a1 = np.array(part.a1, dtype=i64)
+        self.minoff = np.zeros(n, dtype=i64)
+        self.unpl = np.ones(n, dtype=np.bool_)
+        self.low = np.zeros(sec.count, dtype=i64)
+        self.tot = np.add.reduceat(part.fsize, part.starts).astype(i64) if sec.count else np.zeros(0, dtype=i64)
+        self.off = np.full(n, -1, dtype=i64)
+        self.st = np.array([0, 0, n, cap, 1 if improve else 0, 0, 0, -1, 0, 0, 0, sec.count], dtype=i64)
+        self.allowed = np.ones(n, dtype=np.bool_)
+        self.cross = np.zeros(max(sec.count - 1, 0) + 1, dtype=i64)
+        for f, l in zip(sec.first, sec.last):
+            if l - 1 > f:
+                self.cross[f:l - 1] += 1
+        self.d_lo = np.full(n + 1, -1, dtype=i64)
+        self.d_lr = np.full(n + 1, -1, dtype=i64)
+        self.d_A = np.zeros(n + 1, dtype=i64)
+        self.d_T = np.zeros(n + 1, dtype=i64)
+        self.d_cnt = np.zeros(n + 1, dtype=i64)
+        self.d_pos = np.zeros(n + 1, dtype=i64)
+        self.d_b = np.zeros(n + 1, dtype=i64)
+        self.d_hat = np.zeros(n + 1, dtype=np.bool_)
+        self.d_mlog = np.zeros(n + 1, dtype=i64)
+        self.d_llog = np.zeros(n + 1, dtype=i64)
+        self.cand = np.zeros((n + 1, max(n, 1)), dtype=i64)
+        self.mlog_i = np.zeros(int(self.ovp[-1]) + 1, dtype=i64)
+        self.mlog_v = np.zeros(int(self.ovp[-1]) + 1, dtype=i64)
+        m = int((self.a1 - self.a0).sum()) + 1
+        self.llog_i = np.zeros(m, dtype=i64)
+        self.llog_v = np.zeros(m, dtype=i64)
+        self.best_off = np.full(n, -1, dtype=i64)
+
+    @staticmethod
+    def fits(part) -> bool:
+        """Whether the arrays stay small (else the numpy engine is used)."""
+        return part.n <= 4000 and (part.n + 1) * part.n <= 16_000_000
+
+    def run(self, budget: int) -> int:
+        return int(search_chunk(self.size, self.rank, self.ovp, self.ovi, self.first, self.last, self.secp,
+                                self.seci, self.a0, self.a1, self.minoff, self.unpl, self.low, self.tot, self.off,
+                                self.st, self.allowed, self.cross, self.d_lo, self.d_lr, self.d_A, self.d_T, self.d_cnt, self.d_pos, self.d_b,
+                                self.d_hat, self.d_mlog, self.d_llog, self.cand, self.mlog_i, self.mlog_v,
+                                self.llog_i, self.llog_v, self.best_off, np.int64(budget)))
+
+    def unwind(self, to_depth: int) -> None:
+        unwind(self.size, self.first, self.last, self.minoff, self.unpl, self.low, self.tot, self.off, self.st,
+               self.cross, self.d_b, self.d_mlog, self.d_llog, self.mlog_i, self.mlog_v, self.llog_i, self.llog_v,
+               np.int64(to_depth))
+
+    @property
+    def nodes(self) -> int:
+        return int(self.st[8])
+
+    @property
+    def cap(self) -> int:
+        return int(self.st[3])
