@@ -194,6 +194,14 @@ def _sweep(args) -> int:
                              jobs=args.jobs, executor=executor, results=args.results, resume=args.resume,
                              refine=args.refine, log=log, fsync=getattr(args, "fsync", False))
     except SweepInterrupted as e:
+        for i, res in enumerate(e.partial):  # the best result so far: the ratios sampled before Ctrl-C
+            if args.json:
+                print(json.dumps(dict(res.to_json(), status="interrupted")))
+                continue
+            if i:
+                print()
+            _print_sweep(res)
+            print("status: interrupted (a partial map: the ratios sampled before Ctrl-C)")
         if args.results:
             print(f"interrupted: {e.executed} replays of this run are kept in {args.results}"
                   f"{f' (with {e.reused} reused ones)' if e.reused else ''}; resume with:\n  "

@@ -136,8 +136,9 @@ def test_dtr_sweep_interrupted_while_replaying(tmp_path):
     trace = synth_file(tmp_path, 80, 7)
     rc, out, err, dt = interrupt(["dtr", "sweep", trace, "--step", "0.001", "--resolution", "0.0001",
                                   "--results", tmp_path / "d.jsonl"], after=2.5)
-    _check(rc, out, err, dt)
+    out = _check(rc, out, err, dt)
     assert "resume with:" in err
+    assert "status: interrupted" in out and "ratios sampled" in out  # the partial map is printed
 
 
 SWALLOW = """

@@ -266,9 +266,10 @@ class InlineExecutor:
 class SweepInterrupted(KeyboardInterrupt):
     """Ctrl-C during a sweep: the replays done so far are in ``results_file`` (if any)."""
 
-    def __init__(self, results_file, executed: int, reused: int):
+    def __init__(self, results_file, executed: int, reused: int, partial=None):
         super().__init__(f"sweep interrupted after {executed} replays")
         self.results_file, self.executed, self.reused = results_file, executed, reused
+        self.partial = partial or []  # a SweepResult per sweep from the ratios sampled so far
 
 
 @dataclass
@@ -494,14 +495,26 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01, r
         if tasks:
             executor.run(tasks, texts, on_done)
     except KeyboardInterrupt:
-        raise SweepInterrupted(results, totals["replays"], totals["reused"]) from None
+        try:
+            partial = _assemble(states, time.perf_counter() - t_start, res, lo, hi, step, resolution, repeats,
+                                run_timeout, overhead_limit, jobs, refine, executor, results, interrupted=True)
+        except Exception:  # the partial map is a courtesy: never hide the interrupt behind it
+            partial = []
+        raise SweepInterrupted(results, totals["replays"], totals["reused"], partial) from None
     finally:
         if store is not None:
             store.close()
     unfinished = [st.label for st in states if not st.done]
     if unfinished:  # an executor that returned early: a bug, never a silent partial map
         raise RuntimeError(f"sweep: executor {executor!r} stopped before {', '.join(unfinished)} finished")
-    wall = time.perf_counter() - t_start
+    return _assemble(states, time.perf_counter() - t_start, res, lo, hi, step, resolution, repeats, run_timeout,
+                     overhead_limit, jobs, refine, executor, results)
+
+
+def _assemble(states, wall, res, lo, hi, step, resolution, repeats, run_timeout, overhead_limit, jobs, refine,
+              executor, results, interrupted: bool = False) -> list[SweepResult]:
+    """One SweepResult per sweep from the ratios sampled (all of them, or so far when
+    ``interrupted``: then ``params['status']`` is 'interrupted')."""
     out = []
     for st in states:
         points = []
@@ -517,7 +530,8 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01, r
             params={"lo": lo, "hi": hi, "step": step, "resolution": resolution, "repeats": repeats,
                     "run_timeout": run_timeout, "overhead_limit": overhead_limit, "jobs": jobs, "refine": refine,
                     "executor": getattr(executor, "name", "?"), "trace_sha256": trace_id(st.trace),
-                    "results": None if results is None else str(results)},
+                    "results": None if results is None else str(results),
+                    **({"status": "interrupted"} if interrupted and not st.done else {})},
             wall_s=st.wall_s if len(states) > 1 else wall, replays=st.replays, reused=st.reused))
     return out
 
