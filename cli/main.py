@@ -60,16 +60,22 @@ class Interrupts:
         import signal as S
 
         seen = 0
-        while True:
+        try:
+            while True:
+                try:
+                    data = os.read(fd, 64)
+                except OSError:
+                    return
+                if not data:  # the command ended (write end closed)
+                    return
+                seen += data.count(bytes([int(S.SIGINT)]))
+                if seen >= 2:
+                    self._exit_now()
+        finally:
             try:
-                data = os.read(fd, 64)
+                os.close(fd)
             except OSError:
-                return
-            if not data:
-                return
-            seen += data.count(bytes([int(S.SIGINT)]))
-            if seen >= 2:
-                self._exit_now()
+                pass
 
     def __enter__(self):
         import os
