@@ -35,6 +35,7 @@ into schedules by ``Schedule.from_order``). Proofs: docs/bounds.md.
 """
 from __future__ import annotations
 
+import heapq
 import time
 from dataclasses import dataclass
 
@@ -560,9 +561,9 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
     maximum over pairs (and over ``base``, a known lower bound).
 
     Only pairs that can raise the bound are tried: in every known order the larger of the
-    two operators' memories must exceed the current bound, and both must be among the
-    ``max_hot`` operators of highest memory (so at most max_hot^2 / 2 candidates are
-    listed). Pairs are tried in decreasing
+    two operators' memories must exceed the current bound (so one of them is among the
+    operators above the bound in some order; only the ``max_hot`` highest of those are
+    used, and the 100,000 best candidates kept). Pairs are tried in decreasing
     order of that estimate until ``time_budget`` seconds or ``max_pairs`` pairs. The
     budget is checked from the first step on (the trap bound when ``base`` is None, the
     memories of the known orders, every candidate pair listed): the result is then the
@@ -587,30 +588,40 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
             _note(info, complete=False, pairs=0)
             return best
         mems.append(order_step_memory(g, o))
+    # a pair can raise the bound only if, in every known order, one of its two operators
+    # runs above it: so one of them is "hot" (above the bound in some order)
     hot = [v for v in range(n) if max(m[v] for m in mems) > best]
+    complete = True
     if len(hot) > max_hot:
         hot = sorted(hot, key=lambda v: -max(m[v] for m in mems))[:max_hot]
-    cands = []
-    complete = True
-    for a in range(len(hot)):
+        complete = False
+    hot_set = set(hot)
+    cands: list = []  # a min-heap of the max_cands best (est, u, v)
+    max_cands = 100_000
+    steps = 0
+    for u in hot:
         if out_of_time():
             complete = False
             break
-        u = hot[a]
         cu = (r.anc[u] | r.desc[u]) if r is not None else 0
-        for b in range(a + 1, len(hot)):
-            v = hot[b]
-            if (cu >> v) & 1:
+        for v in range(n):
+            steps += 1
+            if steps & 4095 == 0 and out_of_time():
+                complete = False
+                break
+            if v == u or (v in hot_set and v < u) or (cu >> v) & 1:
                 continue
             est = min(max(m[u], m[v]) for m in mems)
             if est > best:
-                cands.append((-est, u, v))
-            if len(cands) & 4095 == 0 and out_of_time():
-                complete = False
-                break
-        if not complete:
-            break
-    cands.sort()
+                if len(cands) < max_cands:
+                    heapq.heappush(cands, (est, u, v))
+                elif est > cands[0][0]:
+                    heapq.heapreplace(cands, (est, u, v))
+                    complete = False
+        else:
+            continue
+        break
+    cands = sorted(((-e, u, v) for e, u, v in cands))
     tried = 0
     for negest, u, v in cands:
         if -negest <= best:
