@@ -22,12 +22,15 @@ Two files:
 * ``shared.jsonl.gz``: the four DTR traces of ../shared/data/dtr-traces (never copied:
   named by file and sha256), a modest ratio grid, every shared heuristic, both limits; a
   run over ``--run-timeout`` seconds is left out (listed in the header line as skipped),
-  and the whole part stops starting runs after ``--shared-budget`` seconds.
+  and the whole part stops starting runs after ``--shared-budget`` seconds. With
+  ``--traces a,b`` only those traces are run, into ``shared-a-b.jsonl.gz`` (the tests read
+  every ``shared*.jsonl.gz``).
 
 Regenerate (the exact commands used for the committed files):
 
     .venv/bin/python benchmarks/make_simrd_oracle.py --part small
     .venv/bin/python benchmarks/make_simrd_oracle.py --part shared --run-timeout 20 --shared-budget 1500
+    .venv/bin/python benchmarks/make_simrd_oracle.py --part shared --traces lstm,treelstm --run-timeout 20 --shared-budget 1200
 
 tests/test_dtr_oracle.py compares memsched.solvers.dtr against these files;
 benchmarks/bench_dtr_oracle.py writes section 61-dtr-oracle.
@@ -180,6 +183,7 @@ def header(a, part: str, sd: Path, extra: dict) -> dict:
     cmd = "  ".join([".venv/bin/python benchmarks/make_simrd_oracle.py"] + [
         x for x in (f"--part {part}",
                     f"--seeds {a.seeds}" if part == "small" and a.seeds != N_SMALL else "",
+                    f"--traces {a.traces}" if part == "shared" and a.traces else "",
                     f"--run-timeout {a.run_timeout:g}" if part == "shared" else "",
                     f"--shared-budget {a.shared_budget:g}" if part == "shared" else "") if x]).replace("  ", " ")
     return {"header": True, "part": part, "simrd": "uwsampl/dtr-prototype simrd/ (unmodified)",
@@ -260,7 +264,7 @@ def make_shared(a, sd, py) -> Path:
             recs[k]["runs"].setdefault(h, {}).setdefault(str(d["limit"]), []).append(row)
             print(f"{k[:12]:12s} {h:20s} {d['limit']!s:4s} {d['ratio']:.2f} {d['outcome']:15s} {d['wall_s']:.1f}s",
                   flush=True)
-    out = OUT / "shared.jsonl.gz"
+    out = OUT / ("shared.jsonl.gz" if not a.traces else f"shared-{a.traces.replace(',', '-')}.jsonl.gz")
     OUT.mkdir(parents=True, exist_ok=True)
     n = sum(len(x) for r in recs.values() for hh in r["runs"].values() for x in hh.values())
     hdr = header(a, "shared", sd, {"data": "../shared/data/dtr-traces", "ratios": SHARED_RATIOS, "limits": LIMITS,

@@ -8,14 +8,14 @@ file's header line and in the README beside it):
   (seed + parameters; the text's sha256 is checked so a changed generator is noticed), every
   heuristic both implement, ratios 0.4..1.0, overhead limits 2 and inf: outcome, clock,
   peak, evictions and the eviction sequence (storage root ids, eager evictions included).
-* shared.jsonl.gz: the four DTR traces of ../shared/data (skipped when absent), a small
+* shared*.jsonl.gz: the four DTR traces of ../shared/data (skipped when absent), a small
   ratio grid, every heuristic, both limits: outcome, clock, peak, evictions.
 
 Rows where simrd itself stopped on its region assertion (``assert``; only with aliasing
 that closes storage cycles) compare the decisions up to the crash: memsched's eviction
 sequence starts with simrd's, and the clock at simrd's last eviction is simrd's clock.
 
-Default run: every 10th small trace and ResNet-32 (a few seconds); ``-m slow``: every row.
+Default run: every 10th small trace, random-14 and ResNet-32 (a few seconds); ``-m slow``: every row.
 benchmarks/bench_dtr_oracle.py runs every row and writes section 61-dtr-oracle.
 """
 from __future__ import annotations
@@ -35,7 +35,8 @@ from memsched.solvers.dtr.runtime import HEURISTICS, Runtime, baseline
 
 ORACLE = Path(__file__).resolve().parent / "data" / "simrd_oracle"
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "dtr-traces"
-FAST_EVERY = 10  # default run: small traces whose seed is a multiple of this
+FAST_EVERY = 10  # default run: small traces whose seed is a multiple of this,
+FAST_EXTRA = (14,)  # and these (random-14 caught the eq-class node bug fixed 2026-12-01)
 FAST_SHARED = ("resnet32",)
 
 
@@ -103,7 +104,8 @@ def compare_record(rec, tr, evseq: bool):
 def _small_ids(fast: bool):
     if not (ORACLE / "small.jsonl.gz").is_file():
         return []
-    return [r["trace"] for r in load("small.jsonl.gz")[1] if (r["seed"] % FAST_EVERY == 0) == fast]
+    return [r["trace"] for r in load("small.jsonl.gz")[1]
+            if (r["seed"] % FAST_EVERY == 0 or r["seed"] in FAST_EXTRA) == fast]
 
 
 def _check_small(name):
@@ -124,16 +126,20 @@ def test_small_traces_match_simrd_all(name):
     _check_small(name)
 
 
+def _shared_files():
+    return sorted(p.name for p in ORACLE.glob("shared*.jsonl.gz"))
+
+
 def _shared_ids(fast: bool):
-    if not (ORACLE / "shared.jsonl.gz").is_file():
-        return []
-    return [pytest.param(r["trace"], marks=() if fast else pytest.mark.slow)
-            for r in load("shared.jsonl.gz")[1] if (r["trace"].split("-")[0] in FAST_SHARED) == fast]
+    return [pytest.param(f, r["trace"], id=f"{f.split('.')[0]}:{r['trace'].split('-')[0]}",
+                         marks=() if fast else pytest.mark.slow)
+            for f in _shared_files() for r in load(f)[1]
+            if r["runs"] and (r["trace"].split("-")[0] in FAST_SHARED) == fast]
 
 
-@pytest.mark.parametrize("name", _shared_ids(True) + _shared_ids(False))
-def test_shared_traces_match_simrd(name, shared_data):
-    rec = next(r for r in load("shared.jsonl.gz")[1] if r["trace"] == name)
+@pytest.mark.parametrize("file,name", _shared_ids(True) + _shared_ids(False))
+def test_shared_traces_match_simrd(file, name, shared_data):
+    rec = next(r for r in load(file)[1] if r["trace"] == name)
     path = shared_data / "dtr-traces" / name
     if not path.is_file():
         pytest.skip(f"{name} absent")
