@@ -247,7 +247,7 @@ def build_report(rows: list[dict], out_dir: Path | None = None, *, plots: bool =
     files = []
     if out_dir is not None:
         out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
+        out_dir.mkdir(exist_ok=True)  # one level only: memsched never creates missing parent directories
         for name, (h, rs) in tables.items() if write_tables else ():
             p = out_dir / f"{name}.csv"
             _write_csv(p, h, rs)
