@@ -494,11 +494,13 @@ def _solve_part(part: _Part, capacity: int | None, minimize: bool, method: str, 
         limit = max(2 * part.n, 64)
         done = False
         rnd = 0
+        # when minimizing, the fit at the bound gets a third of the time, the branch and bound the rest
+        d1 = deadline if not minimize else time.perf_counter() + (deadline - time.perf_counter()) / 3
         try:
             while not done:
                 t_round = time.perf_counter()
                 for h in PREORDERS:
-                    s = _make_search(part, goal, part.rank(h), deadline, limit, improve=False)
+                    s = _make_search(part, goal, part.rank(h), d1, limit, improve=False)
                     try:
                         found = s.run()
                     except _Abort:
@@ -511,11 +513,11 @@ def _solve_part(part: _Part, capacity: int | None, minimize: bool, method: str, 
                         lb = max(lb, goal + 1)  # exhausted: nothing fits goal
                     done = True
                     break
-                if not done and method == "auto":
-                    # CP-SAT (no-overlap 2D + cumulative, hinted) as one more member of the
-                    # round robin, with as much time as one search of this round took
-                    left = deadline - time.perf_counter()
-                    budget = min(left, max(0.2, (time.perf_counter() - t_round) / (2 * len(PREORDERS))))
+                t_spent = time.perf_counter() - t_round
+                if not done and method == "auto" and t_spent >= 0.4:
+                    # CP-SAT (no-overlap 2D + cumulative) as one more member of the round
+                    # robin, with a quarter of the time this round's searches took
+                    budget = min(d1 - time.perf_counter(), t_spent / 4)
                     if budget <= 0:
                         raise _Timeout
                     st, o2 = _cpsat_fit(part, goal, None, budget, seed=rnd)
@@ -534,7 +536,8 @@ def _solve_part(part: _Part, capacity: int | None, minimize: bool, method: str, 
                 rnd += 1
         except _Timeout:
             stats["nodes"] = stats.get("nodes", 0) + s.nodes
-            stats["timeout"] = True
+            if time.perf_counter() >= deadline:
+                stats["timeout"] = True
         if best_h <= lb or (not minimize and hard_cap is not None and best_h <= hard_cap):
             return best_off, best_h, lb
         if hard_cap is not None and lb > hard_cap:
