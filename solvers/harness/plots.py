@@ -144,7 +144,8 @@ def plot_cert_gap(cells, path: Path) -> Path | None:
     handles = [plt.Rectangle((0, 0), 1, 1, color=color[k], label=f"{k[0]} / {k[1]}") for k in fams]
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
               title="family / problem")
-    ax.margins(x=0.15)
+    top = max(g for *_, g in items)
+    ax.set_xlim(0, top * 1.2 if top > 0 else 1.0)  # gaps are >= 0; all certified: a unit axis, not +-0.06
     return _save(fig, path)
 
 
