@@ -245,3 +245,14 @@ def test_cli_text_names_the_class_in_words(tmp_path, capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["order"] == "given" and d["scope"] == "given-order-stages" and d["class_status"] == "optimal"
     assert d["status"] == "optimal" and d["lower_bound"] == 14  # certified by the compute floor (see above)
+
+
+def test_order_scope_is_checked_and_always_reported():
+    from memsched.formulations import MemschedError
+    from memsched.solvers.ordering.dispatch import solve_order
+
+    g = ex_milp()
+    with pytest.raises(MemschedError, match="--order"):
+        solve_remat(g, 25, method="cp", order="stages")
+    d = solve_order(g, method="given").to_json(g)  # every result names its claims fields
+    assert {"scope", "class_status", "class_lower_bound"} <= set(d)
