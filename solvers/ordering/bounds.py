@@ -417,7 +417,7 @@ def _note(info: dict | None, **kw) -> None:
 
 
 def trap_bound(g: Graph, orders=None, want_critical: bool = False, *, time_budget: float | None = None,
-               info: dict | None = None):
+               info: dict | None = None, clock=time.perf_counter):
     """max(initial state, max over v of the forward trap value of v).
 
     ``orders``: known orders; the memory of v in any order is an upper bound on v's trap
@@ -425,9 +425,11 @@ def trap_bound(g: Graph, orders=None, want_critical: bool = False, *, time_budge
     are skipped (they cannot raise the maximum). Operators are tried in decreasing order
     of that memory; with ``time_budget`` (seconds, checked before every min cut) the
     maximum over the operators tried so far is returned, which is still a lower bound
-    (each trap value is one); ``info`` then gets ``complete`` False. Returns the bound,
-    or with ``want_critical`` (bound, critical operator or -1)."""
-    t0 = time.perf_counter()
+    (each trap value is one); ``info`` then gets ``complete`` False. ``clock``: the
+    budget's clock (wall time by default; ``time.process_time`` measures this process's
+    CPU time, steadier on a shared machine). Returns the bound, or with
+    ``want_critical`` (bound, critical operator or -1)."""
+    t0 = clock()
     n = g.n_ops
     best, crit = initial_bound(g), -1
     if n == 0:
@@ -445,7 +447,7 @@ def trap_bound(g: Graph, orders=None, want_critical: bool = False, *, time_budge
     for v in sorted(range(n), key=lambda u: -ub[u]):
         if ub[v] <= best:
             break
-        if time_budget is not None and time.perf_counter() - t0 > time_budget:
+        if time_budget is not None and clock() - t0 > time_budget:
             complete = False
             break
         t = ts.trap(v)
@@ -553,7 +555,8 @@ def naive_reversed_graph_bound(g: Graph) -> int:
 
 # ------------------------------------------------------------------ pairs
 def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: float = 0.3,
-               max_pairs: int | None = None, *, info: dict | None = None, max_hot: int = 512) -> int:
+               max_pairs: int | None = None, *, info: dict | None = None, max_hot: int = 512,
+               clock=time.perf_counter) -> int:
     """Pair trap bound: for incomparable u, v every order runs u before v or v before u;
     with u before v the moment of v has u (and its ancestors) in its state and the moment
     of u has v (and its descendants) outside, so that case costs at least
@@ -570,13 +573,13 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
     best bound so far, never a wrong one. Without bitmasks (large graphs) comparable
     pairs are not filtered out beforehand; for them one case is contradictory and the
     other costs at most the trap bound, so they never raise it."""
-    t0 = time.perf_counter()
+    t0 = clock()
 
     def out_of_time() -> bool:
-        return time.perf_counter() - t0 > time_budget
+        return clock() - t0 > time_budget
 
     n = g.n_ops
-    best = trap_bound(g, orders, time_budget=time_budget) if base is None else base
+    best = trap_bound(g, orders, time_budget=time_budget, clock=clock) if base is None else base
     if n < 2:
         _note(info, complete=True, pairs=0)
         return best
