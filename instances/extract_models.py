@@ -470,8 +470,9 @@ CORPUS_PINS = {"torch": "2.13.0", "transformers": "5.23.0"}
 def _hf(kind: str, **cfg):
     """A Hugging Face ``transformers`` model built from a config (random weights, no
     download), wrapped to take one tensor and return one: the logits or last hidden
-    state. Attention is the eager implementation (plain ATen ops); the attention mask
-    is an all-ones tensor made inside forward (no data-dependent packed-sequence test)."""
+    state. Attention is the eager implementation (plain ATen ops); the decoders get an
+    all-ones attention mask made inside forward (no data-dependent packed-sequence
+    test), BERT no mask (its padding test reads values; no mask means no padding)."""
     import torch
     import transformers as tf
 
@@ -491,8 +492,9 @@ def _hf(kind: str, **cfg):
         def forward(self, x):
             if kind == "vit":
                 return self.m(pixel_values=x).last_hidden_state
-            kw = {"use_cache": False} if kind in ("gpt2", "llama") else {}
-            return getattr(self.m(input_ids=x, attention_mask=torch.ones_like(x), **kw), out)
+            if kind == "bert":  # no mask: BERT's padding-mask test reads the tensor's values
+                return self.m(input_ids=x).logits
+            return getattr(self.m(input_ids=x, attention_mask=torch.ones_like(x), use_cache=False), out)
 
     return Wrap()
 
@@ -513,7 +515,7 @@ def _image(res: int, ch: int = 3):
     return make
 
 
-def diffusion_unet(ch: int = 64, mults=(1, 2, 4), attn_levels=(2,), groups: int = 8):
+def diffusion_unet(ch: int = 64, mults=(1, 2, 4, 4), attn_levels=(1, 2), groups: int = 8):
     """A diffusion-style U-Net (DDPM / Stable-Diffusion layout, reduced): a sinusoidal time
     embedding fed to every residual block, GroupNorm + SiLU residual blocks, self-attention
     at the lowest resolutions, skip concatenations, two blocks per level. The timestep is
