@@ -98,24 +98,51 @@ def test_bad_numbers_are_clear_errors():
 
 
 # ------------------------------------------------------------ referees
-def _milp_or_skip():
-    remat = pytest.importorskip("memsched.solvers.remat.dispatch")
-    g, ans = three_partition_gadget([10, 10, 10], cap=1)
-    try:
-        remat.solve_remat(g, ans["budget"], method="milp", cap=1, time_limit=10)
-    except (ImportError, NotImplementedError) as e:
-        pytest.skip(f"milp referee unavailable: {e}")
-    return remat
+# The MILP is imported directly: a referee that cannot be imported (highspy or pyomo
+# missing) fails these tests, it never skips them.
+from memsched.solvers.remat.dispatch import solve_remat  # noqa: E402
 
 
 @pytest.mark.parametrize("nums,cap", [([10, 10, 10], 1), ([10, 10, 10], 2), ([20, 19, 33, 22, 32, 18], 1),
                                       ([24, 25, 27, 21, 24, 23], 1)])
 def test_milp_recovers_the_known_optimum(nums, cap):
-    remat = _milp_or_skip()
     g, ans = three_partition_gadget(nums, cap=cap)
-    res = remat.solve_remat(g, ans["budget"], method="milp", cap=cap, time_limit=60)
+    assert ans["answer"] == "YES"
+    res = solve_remat(g, ans["budget"], method="milp", cap=cap, order="given", time_limit=60)
     # the gadget's answer is about Checkmate's stage class, the MILP's class (class_status)
-    if ans["answer"] == "YES":
-        assert res.class_status == "optimal" and res.compute == pytest.approx(ans["optimum"])
-    else:
-        assert res.class_status == "infeasible" and res.status in ("infeasible", "unknown")
+    assert res.scope == "given-order-stages"
+    assert res.class_status == "optimal" and res.compute == pytest.approx(ans["optimum"])
+
+
+# NO instances: six numbers strictly between T/4 and T/2 (3-PARTITION proper) with no two
+# triples of sum T = 26 and T = 20.
+NO_INSTANCES = [[8, 8, 8, 8, 9, 11], [6, 6, 6, 6, 7, 9]]
+
+
+@pytest.mark.parametrize("nums", NO_INSTANCES)
+def test_no_instances_are_no(nums):
+    T = sum(nums) // (len(nums) // 3)
+    assert all(T / 4 < a < T / 2 for a in nums)
+    assert not brute_3partition(nums) and three_partition_solve(nums) is None
+    for cap in (1, 2, 3):
+        g, ans = three_partition_gadget(nums, cap=cap)
+        assert ans["answer"] == "NO" and ans["optimum"] is None and "witness" not in ans
+
+
+@pytest.mark.parametrize("nums", NO_INSTANCES)
+def test_milp_proves_no_instances_infeasible_in_its_class(nums):
+    """At cap 1 HiGHS proves that no schedule of the stage class fits the budget (the
+    gadget's NO answer). That is a class claim: asked in the given order (a larger class)
+    the answer is not "infeasible" unless proved for that class too, and asked in free
+    order the instance is easy (every item chain computed late) and must not be called
+    infeasible: cp finds the no-recompute optimum there."""
+    g, ans = three_partition_gadget(nums, cap=1)
+    B = ans["budget"]
+    res = solve_remat(g, B, method="milp", cap=1, order="given", time_limit=120)
+    assert res.class_status == "infeasible" and res.schedule is None, (res.status, res.class_status, res.message)
+    assert res.status in ("infeasible", "unknown")
+    if nums == NO_INSTANCES[0]:  # the free-order side, on the fast instance only
+        free = solve_remat(g, B, method="cp", cap=1, order="free", time_limit=60, workers=1)
+        assert free.status == "optimal" and free.compute == ans["baseline_compute"]
+        mi = solve_remat(g, B, method="milp", cap=1, order="free", time_limit=120)
+        assert mi.class_status == "infeasible" and mi.status not in ("infeasible", "optimal")
