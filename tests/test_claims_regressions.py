@@ -256,3 +256,14 @@ def test_order_scope_is_checked_and_always_reported():
         solve_remat(g, 25, method="cp", order="stages")
     d = solve_order(g, method="given").to_json(g)  # every result names its claims fields
     assert {"scope", "class_status", "class_lower_bound"} <= set(d)
+
+
+def test_heuristics_answer_the_given_order_problem_inside_its_class():
+    """dtr-greedy tries several orders under --order free; under --order given it keeps the
+    given one, so its schedule answers the asked problem (ex_milp: 14, certified by the floor)."""
+    g = ex_milp()
+    r = solve_remat(g, 25, method="dtr-greedy", order="given")
+    assert r.schedule is not None and first_computations_follow(g, r.schedule)
+    assert (r.status, r.compute, r.scope) == ("optimal", 14, "heuristic")
+    r = solve_remat(g, 25, method="dtr-greedy")
+    assert (r.status, r.compute) == ("optimal", 9)  # the free order v2, v0, v1 fits: the baseline

@@ -375,7 +375,10 @@ def solve_remat(graph: Graph, budget, method: str = "cp", cap=None, time_limit: 
         import importlib
 
         mod = importlib.import_module("memsched.solvers.remat." + method.replace("-", "_"))
-        res = mod.solve(graph, B, caps=caps, objective=objective, eps=eps)
+        kw = {}
+        if order == "given" and method == "dtr-greedy":  # keep the asked class: only the given order
+            kw["orders"] = [graph.given_order()]
+        res = mod.solve(graph, B, caps=caps, objective=objective, eps=eps, **kw)
     res.wall_s = time.perf_counter() - t0
     for k, v in params.items():
         res.params.setdefault(k, v)
@@ -750,8 +753,13 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
                     t_rel = next((e["t"] for e in log_f if e["objective"] <= sol_f[1] + 1e-9), wall_f)
                     hint_time = (t_f - t0) + t_rel
         remaining = time_limit - (time.perf_counter() - t0)
+        sched_box: list = []  # a schedule the hitting-set bound proved optimal
         floor = _threshold_floor(graph, B, ecaps, hint, floor, unbounded, gmodel, baseline, params, workers, seed,
-                                 THRESHOLD_SHARE * (time_limit - (time.perf_counter() - t0)))
+                                 THRESHOLD_SHARE * (time_limit - (time.perf_counter() - t0)), sched_box)
+        if sched_box and evaluate(graph, sched_box[0]).peak <= B \
+                and evaluate(graph, sched_box[0]).compute < evaluate(graph, hint).compute:
+            hint = sched_box[0]
+            hint_time = time.perf_counter() - t0
         if same_value(floor, evaluate(graph, hint).compute, "compute"):
             return make_result(graph, hint, solver=solver_name, status=Status.OPTIMAL, objective="compute",
                                lower_bound=floor, params=params, extra={"time_to_best_s": round(hint_time, 3)},
@@ -808,18 +816,30 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
     return res
 
 
-def _threshold_floor(graph, B, ecaps, hint, floor, unbounded, gmodel, baseline, params, workers, seed, time_limit):
+def _threshold_floor(graph, B, ecaps, hint, floor, unbounded, gmodel, baseline, params, workers, seed, time_limit,
+                     sched_box):
     """max(floor, the threshold bound of solvers/remat/proofs.py) for the model's class, climbing
     no higher than the warm start's extra compute; the floor unchanged without finite caps."""
     if unbounded or time_limit < 0.2:
         return floor
-    from memsched.solvers.remat.proofs import threshold_bound
+    from memsched.solvers.remat.proofs import hitting_set_bound, threshold_bound
 
     t = time.perf_counter()
-    tbd = threshold_bound(graph, B, ecaps, "given" if gmodel else "free", upto=evaluate(graph, hint).compute - baseline,
-                          time_limit=time_limit, workers=workers, seed=seed)
+    upto = evaluate(graph, hint).compute - baseline
+    cls = "given" if gmodel else "free"
+    tbd = threshold_bound(graph, B, ecaps, cls, upto=upto, time_limit=time_limit / 2, workers=workers, seed=seed)
     params["threshold_bound"] = {"extra": tbd.extra, "complete": tbd.complete, "s": round(time.perf_counter() - t, 3),
                                  "checks": [list(c) for c in tbd.checks]}
+    left = time_limit - (time.perf_counter() - t)
+    if tbd.extra < upto and left > 0.2:
+        t = time.perf_counter()
+        n0 = len(tbd.checks)
+        hbd = hitting_set_bound(graph, B, ecaps, cls, upto=upto, time_limit=left, workers=workers, seed=seed, start=tbd)
+        params["hitting_set_bound"] = {"extra": hbd.extra, "s": round(time.perf_counter() - t, 3),
+                                       "checks": len(hbd.checks) - n0, "certificates": len(hbd.certificates)}
+        if hbd.schedule is not None:
+            sched_box.append(hbd.schedule)
+        tbd = hbd
     return max(floor, tbd.lower_bound)
 
 
