@@ -99,7 +99,7 @@ def write_section(parts) -> None:
             L.append(f"`{f}`: simrd runs left out (over {hdr['run_timeout_s']:g} s each, or past the "
                      f"{hdr['budget_s']:g} s budget): " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())) + ".")
     L += ["", "Regenerate the data: " + "; ".join(f"`{hdr['command']}`" for _, hdr, *_ in parts) + ".", "",
-          "The tests (`tests/test_dtr_oracle.py`) run every 10th small trace and ResNet-32 by default and every "
+          "The tests (`tests/test_dtr_oracle.py`) run every 10th small trace, random-14 and ResNet-32 at ratio 0.4 by default and every "
           "row with `-m slow`. Single mutations of `solvers/dtr/runtime.py` (h_DTR without its backward-region "
           "term, last access stamped only on non-remat uses, parents unlocked in reverse order, duplicate "
           "siblings not subtracted) each fail most of the default-run oracle tests (docs/dtr.md, \"simrd oracle\").",

@@ -15,7 +15,7 @@ Rows where simrd itself stopped on its region assertion (``assert``; only with a
 that closes storage cycles) compare the decisions up to the crash: memsched's eviction
 sequence starts with simrd's, and the clock at simrd's last eviction is simrd's clock.
 
-Default run: every 10th small trace, random-14 and ResNet-32 (a few seconds); ``-m slow``: every row.
+Default run: every 10th small trace, random-14 and ResNet-32 at ratio 0.4, limit 2 (a few CPU seconds); ``-m slow``: every row.
 benchmarks/bench_dtr_oracle.py runs every row and writes section 61-dtr-oracle.
 """
 from __future__ import annotations
@@ -70,8 +70,9 @@ def run_memsched(tr, base, h, limit, ratio):
     return rt.budget, out, rt.clock, rt.peak, rt.evictions, [e[1] for e in ev], [e[4] for e in ev]
 
 
-def compare_record(rec, tr, evseq: bool):
-    """Replay every row of ``rec`` with memsched; returns (rows, mismatch descriptions)."""
+def compare_record(rec, tr, evseq: bool, keep=None):
+    """Replay every row of ``rec`` (those where ``keep(h, limit, ratio)`` holds) with memsched;
+    returns (rows, mismatch descriptions)."""
     bad = []
     base = baseline(tr)
     for k, v in rec["baseline"].items():
@@ -81,6 +82,8 @@ def compare_record(rec, tr, evseq: bool):
     for h, by_limit in rec["runs"].items():
         for limit, rows in by_limit.items():
             for row in rows:
+                if keep is not None and not keep(h, limit, row[0]):
+                    continue
                 n += 1
                 ratio, budget, out, clock, peak, evictions = row[:6]
                 got = run_memsched(tr, base, h, limit, ratio)
@@ -131,14 +134,22 @@ def _shared_files():
 
 
 def _shared_ids(fast: bool):
-    return [pytest.param(f, r["trace"], id=f"{f.split('.')[0]}:{r['trace'].split('-')[0]}",
-                         marks=() if fast else pytest.mark.slow)
-            for f in _shared_files() for r in load(f)[1]
-            if r["runs"] and (r["trace"].split("-")[0] in FAST_SHARED) == fast]
+    """Default run: ResNet-32's rows at ratio 0.4, limit 2 (every heuristic); slow: every row."""
+    out = []
+    for f in _shared_files():
+        for r in load(f)[1]:
+            stem = r["trace"].split("-")[0]
+            if not r["runs"]:
+                continue
+            if fast and stem in FAST_SHARED:
+                out.append(pytest.param(f, r["trace"], True, id=f"{f.split('.')[0]}:{stem}:subset"))
+            elif not fast:
+                out.append(pytest.param(f, r["trace"], False, id=f"{f.split('.')[0]}:{stem}", marks=pytest.mark.slow))
+    return out
 
 
-@pytest.mark.parametrize("file,name", _shared_ids(True) + _shared_ids(False))
-def test_shared_traces_match_simrd(file, name, shared_data):
+@pytest.mark.parametrize("file,name,subset", _shared_ids(True) + _shared_ids(False))
+def test_shared_traces_match_simrd(file, name, subset, shared_data):
     rec = next(r for r in load(file)[1] if r["trace"] == name)
     path = shared_data / "dtr-traces" / name
     if not path.is_file():
@@ -146,7 +157,8 @@ def test_shared_traces_match_simrd(file, name, shared_data):
     import hashlib
 
     assert hashlib.sha256(path.read_bytes()).hexdigest() == rec["sha256"], f"{name} changed since simrd ran it"
-    n, bad = compare_record(rec, parse_trace(path), evseq=False)
+    keep = (lambda h, limit, ratio: limit == "2.0" and ratio == 0.4) if subset else None
+    n, bad = compare_record(rec, parse_trace(path), evseq=False, keep=keep)
     assert n > 0
     assert not bad, f"{len(bad)} of {n} rows differ from simrd:\n" + "\n".join(bad[:15])
 
