@@ -465,7 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--mip-solver", default="highs",
                    help="Pyomo solver for --method milp: highs (via highspy, default), cbc, glpk, gurobi, scip, ...")
     s.add_argument("--time-limit", type=_positive_float, default=60.0, help="seconds (default 60)")
-    s.add_argument("--workers", type=int, default=1, help="CP-SAT workers for --method cp (default 1)")
+    s.add_argument("--workers", type=int, default=0, help="CP-SAT workers for --method cp (default 0: one per CPU core)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--progress", action="store_true", help="print each improving solution on stderr")
     s.add_argument("--json", action="store_true")

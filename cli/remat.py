@@ -35,6 +35,16 @@ def stop_reason(res: SolveResult, time_limit: float | None = None) -> str:
     return st
 
 
+def anytime_words(res: SolveResult) -> str:
+    """first schedule, best schedule, proof (seconds) and the final gap, from res.extra."""
+    ex = res.extra
+
+    def sec(k):
+        return "-" if ex.get(k) is None else f"{ex[k]:.2f} s"
+    gap = "-" if ex.get("gap") is None else f"{100.0 * ex['gap']:.4f} %"
+    return f"first {sec('time_to_first_s')}, best {sec('time_to_best_s')}, proof {sec('time_to_proof_s')}, gap {gap}"
+
+
 def format_result(graph: Graph, res: SolveResult, time_limit: float | None = None) -> str:
 
     d = result_json(graph, res)
@@ -45,6 +55,7 @@ def format_result(graph: Graph, res: SolveResult, time_limit: float | None = Non
             ["recomputations", fmt_num(d["recomputations"])],
             ["lower bound", fmt_num(res.lower_bound) + (f" ({res.objective})" if res.lower_bound is not None else "")],
             ["wall", f"{res.wall_s:.3f} s"]]
+    rows.append(["anytime", anytime_words(res)])
     rows.append(["stopped", stop_reason(res, time_limit)])
     if res.message:
         rows.append(["note", res.message])

@@ -177,18 +177,26 @@ class RematCP:
 
 
 def build_remat_cp(graph: Graph, budget: int | None, caps: list[int], *, objective: str = "compute",
-                   compute_budget: float | None = None, fix_order: list[int] | None = None) -> RematCP:
+                   compute_budget: float | None = None, fix_order: list[int] | None = None,
+                   prune_useless: bool = True) -> RematCP:
     """Build the model. ``budget`` (bytes) bounds memory for ``objective="compute"``;
     for ``objective="peak"`` the capacity is a variable (upper-bounded by ``budget``
     when given) and ``compute_budget`` bounds total compute. ``fix_order`` (operator
-    indices) fixes the order of first computations, as Checkmate and Moccasin do:
-    a restriction used to find a first schedule fast."""
+    indices) fixes the order of first computations, as Checkmate and Moccasin do
+    (with every operator listed the model is exactly the class "first computations
+    in this order"; its slots are then tightened: the i-th first computation has at
+    least i computations before it and at most i + the extra occurrences of the
+    operators before it). ``prune_useless`` adds the dominance rule that every extra
+    occurrence serves some computation or is the final copy of a required output
+    (dropping one that does neither keeps a schedule valid, lowers memory, and does
+    not raise compute; docs/remat.md), so optimal values and infeasibility are unchanged."""
     from ortools.sat.python import cp_model
 
     g = graph
     n = g.n_ops
     md = cp_model.CpModel()
     succ, pred = g.op_succ(), g.op_pred()
+    full_order = fix_order is not None and sorted(fix_order) == list(range(n))
     # operators whose outputs nobody reads and nobody requires never need a second run
     K = []
     for v in range(n):
@@ -227,13 +235,22 @@ def build_remat_cp(graph: Graph, budget: int | None, caps: list[int], *, objecti
     comp_iv, comp_dem = [], []
     ret_iv, ret_dem = [], []
     ncomp = md.NewIntVar(n, T, "ncomp")
+    # a full order of first computations: the i-th has >= i computations before it, and
+    # before it only the operators first computed earlier can have run again
+    pos_lo, pos_hi = [0] * n, [T - 1] * n
+    if full_order:
+        extra_before = 0
+        for i, v in enumerate(fix_order):
+            pos_lo[v], pos_hi[v] = i, i + extra_before
+            extra_before += K[v] - 1
     for v in range(n):
         pv, sv = [], []
-        lo, hi = anc[v], n - 1 - desc[v]
+        lo, hi = max(anc[v], pos_lo[v]), n - 1 - desc[v]
+        anc[v] = lo
         for k in range(K[v]):
             p = true_lit if k == 0 else md.NewBoolVar(f"p_{v}_{k}")
             if k == 0:
-                s = md.NewIntVar(lo, min(hi + (T - n), T - 1), f"s_{v}_0")
+                s = md.NewIntVar(lo, max(lo, min(hi + (T - n), T - 1, pos_hi[v])), f"s_{v}_0")
             else:
                 s = md.NewIntVar(lo + k, T - 1, f"s_{v}_{k}")
             pv.append(p)
@@ -313,6 +330,16 @@ def build_remat_cp(graph: Graph, budget: int | None, caps: list[int], *, objecti
                 md.AddBoolOr(lits).OnlyEnforceIf(pres[c][m])
                 if m == 0:
                     md.Add(start[u][0] + 1 <= start[c][0])
+    if prune_useless:
+        # dominance: an extra occurrence serves a computation or is a required output's final copy
+        serves: dict = {}
+        for (u, k, _c, _m), x in assign.items():
+            serves.setdefault((u, k), []).append(x)
+        for v in range(n):
+            if any(j in g.output_idx for j in g.op_out[v]):
+                continue
+            for k in range(1, K[v]):
+                md.AddBoolOr(serves.get((v, k), [])).OnlyEnforceIf(pres[v][k])
 
     # memory
     initial_units = sum(sz[j] for j in g.input_idx if j not in g.pinned_idx and j not in g.output_idx)

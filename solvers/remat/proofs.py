@@ -1,0 +1,216 @@
+"""Lower bounds on rematerialization compute that rise above the no-recompute baseline.
+
+Threshold bound (docs/remat.md, "Threshold bound"). For a budget B, finite caps and a
+class of schedules (free order, or first computations in the given order), let
+``A(t)`` be the operators allowed to run again whose cost is below ``t``. If no
+schedule of the class fits B when only the operators of ``A(t)`` may run more than once
+(each within its cap), then every schedule of the class that fits B runs some operator of
+cost >= t at least twice, so its compute is at least ``baseline + t``. The bound is
+``baseline + t*`` for the largest threshold ``t*`` (a distinct positive operator cost, or
+the least one) whose restricted problem is proven infeasible.
+
+A restricted problem is proven infeasible by facts that need no search (the initial
+memory and each operator's own need; with no operator allowed to run again, the
+ordering lower bound (free order) or the given order's peak (given order)) or by the
+CP-SAT model of the class with the restricted caps (formulations/remat_cpsat.py; with
+finite caps that model holds every schedule of the class, so CP-SAT's "infeasible" is a
+proof). Checks that time out prove nothing and stop the climb.
+
+Only with finite caps: without a cap the restricted problem would need an unbounded
+model, and a capped one proves nothing about it.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from memsched.formulations import Graph
+
+__all__ = ["ThresholdBound", "threshold_bound", "hitting_set_bound", "recomputable"]
+
+
+@dataclass
+class ThresholdBound:
+    baseline: float
+    extra: float = 0.0  # proven: every schedule of the class within B has compute >= baseline + extra
+    checks: list = field(default_factory=list)  # (threshold, how, seconds)
+    complete: bool = False  # every threshold up to the limit asked was decided
+    certificates: list = field(default_factory=list)  # allowed sets (operator lists) proven infeasible
+    schedule: object = None  # hitting_set_bound: a schedule whose compute equals the bound, when found
+    infeasible: bool = False  # every restricted problem, the whole class included, has no schedule
+
+    @property
+    def lower_bound(self) -> float:
+        return self.baseline + self.extra
+
+
+def recomputable(graph: Graph, caps) -> list[int]:
+    """Operators that can usefully run twice: a positive cap and an output someone reads or requires."""
+    return [v for v in range(graph.n_ops) if caps[v] > 0
+            and any(graph.consumers[j] or j in graph.output_idx for j in graph.op_out[v])]
+
+
+def _no_recompute_infeasible(graph: Graph, B: int, order: str) -> str | None:
+    from memsched.solvers.remat.dispatch import given_peak, order_lower_bound
+
+    if order == "given":
+        pk = given_peak(graph)
+        return f"given order peak {pk} > {B}" if pk > B else None
+    lb = order_lower_bound(graph)
+    return f"ordering lower bound {lb} > {B}" if lb is not None and lb > B else None
+
+
+def _restricted_infeasible(graph: Graph, B: int, caps: list[int], order: str, time_limit: float,
+                           workers: int, seed: int, found: list | None = None) -> str | None:
+    """'infeasible: <how>' when no schedule of the class within ``caps`` fits B is proven,
+    'feasible' when one is found (appended to ``found``), None when undecided."""
+    if not any(c > 0 for c in caps):
+        why = _no_recompute_infeasible(graph, B, order)
+        if why:
+            return "infeasible: " + why
+        from memsched.formulations import evaluate
+        from memsched.formulations.schedule import Schedule
+
+        if order == "given" and evaluate(graph, Schedule.from_order(graph, graph.given_order())).peak <= B:
+            if found is not None:
+                found.append(Schedule.from_order(graph, graph.given_order()))
+            return "feasible"
+    from ortools.sat.python import cp_model
+
+    from memsched.formulations.remat_cpsat import build_remat_cp
+
+    cp = build_remat_cp(graph, B, caps, objective="compute",
+                        fix_order=graph.given_order() if order == "given" else None)
+    cp.model.ClearObjective()
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(0.1, float(time_limit))
+    solver.parameters.num_workers = max(1, int(workers))
+    solver.parameters.random_seed = int(seed)
+    code = solver.Solve(cp.model)
+    if code == cp_model.INFEASIBLE:
+        return "infeasible: CP-SAT"
+    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if found is not None:
+            found.append(cp.decode(solver.Value, solver.BooleanValue))
+        return "feasible"
+    return None
+
+
+def threshold_bound(graph: Graph, B: int, caps, order: str = "free", *, upto: float | None = None,
+                    time_limit: float = 10.0, workers: int = 1, seed: int = 0) -> ThresholdBound:
+    """The threshold bound (module docstring) for budget ``B``, per-operator ``caps``
+    (finite ints; None entries or ``caps=None`` give the baseline only) and ``order``
+    ("free" or "given"). ``upto``: stop once the proven extra reaches it (e.g. the
+    incumbent's extra compute: no bound can pass a schedule's value)."""
+    base = graph.total_cost()
+    out = ThresholdBound(baseline=base)
+    if caps is None or any(c is None for c in caps):
+        return out
+    caps = [int(c) for c in caps]
+    rec = recomputable(graph, caps)
+    thresholds = sorted({float(graph.cost[v]) for v in rec if graph.cost[v] > 0})
+    if not rec:
+        out.complete = True
+        return out
+    t0 = time.perf_counter()
+    for t in thresholds:
+        if upto is not None and (out.extra >= upto - 1e-12 or t > upto + 1e-12):
+            break  # the incumbent (extra <= upto) lies in every larger restricted problem
+        left = time_limit - (time.perf_counter() - t0)
+        if left <= 0.05:
+            return out
+        allowed = [caps[v] if (v in rec and graph.cost[v] < t) else 0 for v in range(graph.n_ops)]
+        ts = time.perf_counter()
+        got = _restricted_infeasible(graph, B, allowed, order, left, workers, seed)
+        out.checks.append((t, got or "undecided", round(time.perf_counter() - ts, 3)))
+        if got is None or not got.startswith("infeasible"):
+            return out
+        out.extra = t
+        out.certificates.append([v for v in range(graph.n_ops) if allowed[v] > 0])
+    out.complete = True
+    return out
+
+
+def hitting_set_bound(graph: Graph, B: int, caps, order: str = "free", *, upto: float | None = None,
+                      time_limit: float = 10.0, workers: int = 1, seed: int = 0,
+                      start: ThresholdBound | None = None) -> ThresholdBound:
+    """The hitting-set bound (docs/remat.md, "Hitting-set bound"). A certificate is a set C
+    of positive-cost operators such that no schedule of the class fits B while none of C
+    runs more than once: every schedule within B then runs some operator of C again, so its
+    compute is at least the baseline plus the least cost of a set of operators meeting every
+    certificate (a small hitting-set problem, solved exactly by CP-SAT).
+
+    Loop (implicit hitting set): take a least-cost hitting set R; solve the class's CP-SAT
+    model with "runs once" assumed for every positive-cost operator outside R. A schedule
+    whose compute equals the bound is optimal (returned in ``schedule``); infeasibility
+    yields CP-SAT's core (a subset of the assumptions that alone is infeasible) as a new
+    certificate; undecided stops the loop. ``start``: a threshold bound whose certificates
+    seed the loop. Integer costs only (else ``start`` or the baseline is returned unchanged)."""
+    from ortools.sat.python import cp_model
+
+    from memsched.formulations import evaluate
+    from memsched.formulations.remat_cpsat import build_remat_cp, cost_scale
+
+    out = start if start is not None else ThresholdBound(baseline=graph.total_cost())
+    if caps is None or any(c is None for c in caps):
+        return out
+    caps = [int(c) for c in caps]
+    rec = recomputable(graph, caps)
+    pos = [v for v in rec if graph.cost[v] > 0]
+    div, icost = cost_scale(graph.cost)
+    if div > 0 or not pos:
+        return out
+    t0 = time.perf_counter()
+    # certificates as sets of operators one of which must run again
+    cuts = [frozenset(v for v in pos if v not in set(F)) for F in out.certificates]
+    cp = build_remat_cp(graph, B, caps, objective="compute", fix_order=graph.given_order() if order == "given" else None)
+    cp.model.ClearObjective()
+    once = {v: cp.pres[v][1].Not() for v in pos if cp.K[v] > 1}
+    lit_op = {once[v].Index(): v for v in once}
+    while time.perf_counter() - t0 < time_limit:
+        md = cp_model.CpModel()
+        y = {v: md.NewBoolVar(f"y{v}") for v in pos}
+        for C in cuts:
+            md.AddBoolOr([y[v] for v in C])
+        md.Minimize(sum(icost[v] * y[v] for v in pos))
+        sv = cp_model.CpSolver()
+        sv.parameters.max_time_in_seconds = max(0.1, time_limit - (time.perf_counter() - t0))
+        sv.parameters.num_workers = 1
+        code = sv.Solve(md)
+        if code == cp_model.INFEASIBLE:
+            out.infeasible = True  # an empty certificate: the whole class is infeasible
+            out.complete = True
+            return out
+        if code != cp_model.OPTIMAL:
+            return out
+        R = {v for v in pos if sv.BooleanValue(y[v])}
+        extra = float(sum(graph.cost[v] for v in R))
+        out.extra = max(out.extra, extra)
+        if upto is not None and out.extra >= upto - 1e-9:
+            out.complete = True
+            return out
+        cp.model.ClearAssumptions()
+        cp.model.AddAssumptions([once[v] for v in once if v not in R])
+        sol = cp_model.CpSolver()
+        sol.parameters.max_time_in_seconds = max(0.1, time_limit - (time.perf_counter() - t0))
+        sol.parameters.num_workers = 1
+        sol.parameters.random_seed = int(seed)
+        ts = time.perf_counter()
+        code = sol.Solve(cp.model)
+        took = round(time.perf_counter() - ts, 3)
+        if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            sched = cp.decode(sol.Value, sol.BooleanValue)
+            c = evaluate(graph, sched).compute
+            out.checks.append((extra, "feasible", took))
+            if abs(c - out.lower_bound) <= 1e-9 * max(1.0, abs(c)):
+                out.schedule = sched
+                out.complete = True
+            return out
+        if code != cp_model.INFEASIBLE:
+            out.checks.append((extra, "undecided", took))
+            return out
+        core = frozenset(lit_op[i] for i in sol.SufficientAssumptionsForInfeasibility() if i in lit_op)
+        out.checks.append((extra, f"infeasible: core of {len(core)}", took))
+        cuts.append(core)
+        out.certificates.append(sorted(set(pos) - core))
+    return out
