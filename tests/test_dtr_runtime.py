@@ -1,13 +1,12 @@
 """DTR runtime: a hand-computed tiny trace, determinism, holes, sweeps, lookahead."""
 import json
-import math
 
 import pytest
 
 import memsched.cli.main
 from memsched.instances.dtr_trace import parse_trace_lines
 from memsched.solvers.dtr import find_holes, replay, sweep
-from memsched.solvers.dtr.runtime import Runtime, baseline, canonical_heuristic
+from memsched.solvers.dtr.runtime import baseline, canonical_heuristic
 from dtr_lines import J, call1 as call
 
 
