@@ -665,7 +665,8 @@ def bound_report(g: Graph, *, pair_budget: float = 0.3, shave_budget: float = 0.
     ``{"graph", "operators", "lower_bound", "bounds": {name: {"value", "wall_s"[, "note"]}}}``.
     ``shave_budget`` > 0 adds the learned-precedence bound (bisection up to the best
     heuristic order's peak) within that many seconds. ``trap_budget`` limits the trap and
-    reverse bounds each (seconds). A bound stopped by its budget, or skipped, keeps a
+    reverse bounds each (seconds; default: no limit up to :data:`REACH_MASK_MAX_OPS`
+    operators, 10 s above). A bound stopped by its budget, or skipped, keeps a
     valid value (the best so far, or the bound it started from) and says why in
     ``note``."""
     out: dict = {}
@@ -681,6 +682,8 @@ def bound_report(g: Graph, *, pair_budget: float = 0.3, shave_budget: float = 0.
             out[name]["note"] = "stopped by its time budget: best value so far"
         return v
 
+    if trap_budget is None and g.n_ops > REACH_MASK_MAX_OPS:
+        trap_budget = 10.0
     t = time.perf_counter()
     orders = _heuristic_orders(g)
     prep = time.perf_counter() - t
