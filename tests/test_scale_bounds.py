@@ -97,3 +97,22 @@ def test_fast_step_memory_equals_the_evaluator(g, data):
 
     order = data.draw(topological_orders(g))
     assert B.order_step_memory(g, order) == B.step_memory(g, order)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(random_graphs(max_ops=8), single_output_graphs(max_ops=8)))
+def test_exact_driver_without_bitmasks_is_still_exact(g):
+    """solve_exact on the no-bitmask path (as above 20,000 operators): same optimum."""
+    from memsched.solvers.ordering.exact import solve_exact
+
+    opt = brute(g)[0]
+    mp = pytest.MonkeyPatch()
+    mp.setattr(B, "REACH_MASK_MAX_OPS", 0)
+    try:
+        fresh(g)
+        res = solve_exact(g, time_limit=20, workers=1)
+    finally:
+        mp.undo()
+        fresh(g)
+    assert res.lower_bound <= opt <= res.peak
+    assert res.status == "optimal" and res.peak == opt
