@@ -160,3 +160,32 @@ def test_emitted_cuda_program_reads_requested_bytes():
     src = emit_program(g, s, backend="torch", device="cuda")
     assert "requested_bytes" in src and '"allocated_peak"' in src and '"reserved_peak"' in src
     assert "max_memory_allocated" not in src
+
+
+def test_cli_run_on_cuda_checks_like_the_cpu_path(tmp_path, capsys, monkeypatch):
+    """`run --backend torch --device cuda` exits 1 with one line when the requested-bytes
+    peak differs from the model, and 0 when it is equal (the GPU run itself is faked: no
+    GPU here; the program text is checked in test_emitted_cuda_program_reads_requested_bytes)."""
+    import memsched.cli.run as clirun
+
+    g, s = _chain()
+    path = tmp_path / "c.json"
+    save_graph(g, path)
+    seen = {}
+
+    def fake_run(graph, sched, *, backend, device, **kw):
+        seen.update(backend=backend, device=device)
+        return {"graph": graph.name, "modeled_peak": 2000, "realized_peak": seen["realized"], "output_hash": "h",
+                "backend": backend, "device": device, "wall_s": 0.0, "difference": seen["realized"] - 2000,
+                "output_hashes": {}, "recompute_mismatch": [], "measure": "fake", "allocated_peak": 2560,
+                "reserved_peak": 2 << 20, "arena": False, "scale": 1}
+
+    monkeypatch.setattr(clirun, "check_backend", lambda b, d: None)
+    monkeypatch.setattr(clirun, "run_schedule", fake_run)
+    seen["realized"] = 2000
+    assert memsched.cli.main.main(["run", str(path), "--backend", "torch", "--device", "cuda"]) == 0
+    assert seen["device"] == "cuda" and "allocated / reserved peak" in capsys.readouterr().out
+    seen["realized"] = 2512
+    assert memsched.cli.main.main(["run", str(path), "--backend", "torch", "--device", "cuda"]) == 1
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "torch:cuda" in err[0] and "2512" in err[0]
