@@ -408,8 +408,10 @@ def anytime(res: SolveResult) -> SolveResult:
             ex["time_to_first_s"] = ex["time_to_best_s"]
     ex["time_to_proof_s"] = wall if res.status in (Status.OPTIMAL, Status.INFEASIBLE) else None
     gap = None
-    if has and res.lower_bound is not None and res.value:
-        gap = 0.0 if res.status == Status.OPTIMAL else max(0.0, (res.value - res.lower_bound) / res.value)
+    if has and res.status == Status.OPTIMAL:
+        gap = 0.0
+    elif has and res.lower_bound is not None and res.value:
+        gap = max(0.0, (res.value - res.lower_bound) / res.value)
     ex["gap"] = None if gap is None else round(gap, 9)
     return res
 
