@@ -303,7 +303,7 @@ class _KSearch:
     """The same search run by the compiled kernel (:mod:`.kernel`), in chunks of nodes so that
     node limits and the deadline are honoured between chunks."""
 
-    CHUNK = 20000
+    CHUNK = 5000
 
     def __init__(self, part: _Part, cap: int, rank: np.ndarray, deadline: float, node_limit: int | None,
                  improve: bool):
@@ -342,7 +342,7 @@ class _KSearch:
                 raise _Abort
         r = self.k.run(budget)
         self._take_best()
-        if r == BUDGET:
+        if r != FOUND:
             if self.node_limit is not None and self.nodes >= self.node_limit:
                 raise _Abort
             if time.perf_counter() > self.deadline:

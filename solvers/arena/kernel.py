@@ -54,6 +54,7 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
     mtop = st[5]
     ltop = st[6]
     base = st[9]
+    zeros = np.empty(S + 1, dtype=np.int64)
     g0 = st[10]
     g1 = st[11]
     nodes = 0
@@ -146,6 +147,8 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
                 d_mlog[d] = mtop
                 d_llog[d] = ltop
                 hat = True
+                r0 = s0  # the sections whose data can change: b's and those of raised buffers
+                r1 = s1
                 for q in range(ovp[b], ovp[b + 1]):
                     c = ovi[q]
                     if unpl[c]:
@@ -155,12 +158,16 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
                             mlog_v[mtop] = minoff[c]
                             mtop += 1
                             minoff[c] = top
+                            if first[c] < r0:
+                                r0 = first[c]
+                            if last[c] > r1:
+                                r1 = last[c]
                 unpl[b] = False
                 for s in range(s0, s1):
                     tot[s] -= sb
                 for s in range(s0, s1 - 1):
                     cross[s] -= 1
-                for s in range(a0[b], a1[b]):
+                for s in range(r0, r1):
                     m = big
                     for q in range(secp[s], secp[s + 1]):
                         c = seci[q]
@@ -171,8 +178,9 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
                         llog_v[ltop] = low[s]
                         ltop += 1
                         low[s] = m
+                # only sections in [r0, r1) changed; the others passed max(A, o + T) <= cap above
                 ok = True
-                for s in range(S):
+                for s in range(r0, r1):
                     t = tot[s]
                     if t > 0:
                         l = low[s]
@@ -192,23 +200,23 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
                     phase = 0
                     pushed = True
                     if improve == 0 and left > 1 and s1 - 1 > s0:
-                        zero = False
+                        nz = 0
                         for s in range(s0, s1 - 1):
                             if cross[s] == 0:
-                                zero = True
-                                break
-                        if zero:
-                            r0 = -1
+                                zeros[nz] = s
+                                nz += 1
+                        if nz > 0:
+                            g = -1
                             split = False
                             for c in range(n):
                                 if unpl[c] and allowed[c]:
-                                    cnt = 0
-                                    for s in range(s0, min(first[c], s1 - 1)):
-                                        if cross[s] == 0:
+                                    cnt = 0  # the zero boundaries left of c: its group
+                                    for zi in range(nz):
+                                        if zeros[zi] < first[c]:
                                             cnt += 1
-                                    if r0 == -1:
-                                        r0 = cnt
-                                    elif cnt != r0:
+                                    if g == -1:
+                                        g = cnt
+                                    elif cnt != g:
                                         split = True
                                         break
                             if split:
