@@ -116,3 +116,16 @@ def test_exact_driver_without_bitmasks_is_still_exact(g):
         fresh(g)
     assert res.lower_bound <= opt <= res.peak
     assert res.status == "optimal" and res.peak == opt
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(random_graphs(max_ops=7), single_output_graphs(max_ops=7)))
+def test_final_bound_is_the_least_last_moment(g):
+    """final_bound equals, over all orders, the least memory while the last operator runs
+    (so it is below the optimum, and not trivially)."""
+    from test_bounds_properties import all_orders, simulate
+
+    if g.n_ops == 0:
+        return
+    least_last = min(simulate(g, o)[1][o[-1]] for o in all_orders(g))
+    assert B.final_bound(g) == least_last

@@ -7,6 +7,8 @@ into schedules by ``Schedule.from_order``). Proofs: docs/bounds.md.
 * ``initial``: the bytes resident before the first operator (all graph inputs).
 * ``per_op``: for each operator v, its inputs + outputs + workspace + the pinned
   and required graph inputs, which are resident whenever v runs.
+* ``final``: when the last operator (a sink) runs, every required output is resident;
+  the least such moment over the sinks (training graphs: all parameter gradients).
 * ``trap`` (forward trap bound): when v runs, the operators already run form a
   down-closed set S that contains every ancestor of v and no descendant of v;
   the memory is ``resident(S) + out(v) + ws(v)`` and the minimum of
@@ -46,7 +48,7 @@ from memsched.formulations import Graph
 from .heuristics import run_heuristics
 
 __all__ = [
-    "REACH_MASK_MAX_OPS", "Reach", "reachability", "initial_bound", "per_op_bound", "TrapSolver", "trap_solver", "step_memory",
+    "REACH_MASK_MAX_OPS", "Reach", "reachability", "initial_bound", "final_bound", "per_op_bound", "TrapSolver", "trap_solver", "step_memory",
     "order_step_memory", "trap_values", "trap_bound", "reverse_trap_value", "reverse_bound", "naive_reversed_graph_bound",
     "pair_bound", "precedence_refutes", "precedence_bound",
     "bound_report",
@@ -115,6 +117,33 @@ def per_op_bound(g: Graph) -> int:
             s += g.size[j]
         best = max(best, s)
     return best
+
+
+def final_bound(g: Graph) -> int:
+    """The moment the last operator runs: some sink v (no successor) runs last, after every
+    other operator; then every required output is resident (plain orders never free one),
+    with the never-freed graph inputs, v's other inputs (v reads them), v's other outputs
+    and v's workspace. The bound is the least of these over the sinks, O(n + E)."""
+    if g.n_ops == 0:
+        return initial_bound(g)
+    kept = g.kept_idx()
+    always = g.always_resident_idx()
+    base = g.always_resident() + sum(g.size[j] for j in g.output_idx if j not in always)
+    succ = g.op_succ()
+    best = None
+    for v in range(g.n_ops):
+        if succ[v]:
+            continue
+        extra = g.workspace[v]
+        for j in g.op_in[v]:
+            if j not in kept:
+                extra += g.size[j]
+        for j in g.op_out[v]:
+            if j not in kept:
+                extra += g.size[j]
+        if best is None or extra < best:
+            best = extra
+    return base + best
 
 
 # ------------------------------------------------------------------ min cuts
@@ -689,6 +718,7 @@ def bound_report(g: Graph, *, pair_budget: float = 0.3, shave_budget: float = 0.
     prep = time.perf_counter() - t
     timed("initial", lambda inf: initial_bound(g))
     timed("per_op", lambda inf: per_op_bound(g))
+    timed("final", lambda inf: final_bound(g))
     tr = timed("trap", lambda inf: trap_bound(g, orders, time_budget=trap_budget, info=inf))
     timed("reverse", lambda inf: reverse_bound(g, orders, time_budget=trap_budget, info=inf))
     pb = timed("pair", lambda inf: pair_bound(g, orders, base=tr, time_budget=pair_budget, info=inf))

@@ -481,10 +481,11 @@ def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: 
         # 1. bounds and heuristics
         tinfo: dict = {}
         trap, _ = B.trap_bound(g, want_critical=True, time_budget=0.25 * time_limit, info=tinfo)
-        info["bounds"] = {"initial": B.initial_bound(g), "per_op": B.per_op_bound(g), "trap": trap}
+        info["bounds"] = {"initial": B.initial_bound(g), "per_op": B.per_op_bound(g), "final": B.final_bound(g),
+                          "trap": trap}
         if not tinfo.get("complete", True):
             info["bounds"]["trap_stopped_by_budget"] = True
-        state["lb"] = max(state["lb"], trap, info["bounds"]["per_op"])
+        state["lb"] = max(state["lb"], trap, info["bounds"]["per_op"], info["bounds"]["final"])
         o, pk, nm, peaks = _heuristics(g, state["lb"], deadline)
         info["heuristics"] = peaks
         state.update(order=o, peak=pk, ub_by=nm)
