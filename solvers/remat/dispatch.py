@@ -73,6 +73,8 @@ FIXED_ORDER_SHARE = 0.35
 # Share of the time left given to the threshold lower bound (solvers/remat/proofs.py) once a
 # schedule within the budget is known (finite caps, compute objective).
 THRESHOLD_SHARE = 0.3
+# Share of the time left given to a first slice of the main model before the bounds are computed.
+PRESOLVE_SHARE = 0.2
 
 
 # --------------------------------------------------------------- budgets
@@ -636,9 +638,8 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
     # schedule within B recomputes some operator allowed to recompute (docs/remat.md)
     floor = baseline
     if objective == "compute" and B is not None:
-        olb = order_lower_bound(graph)
-        if given:  # without recomputation the given class holds one order: the given one
-            olb = max(olb or 0, given_peak(graph))
+        # without recomputation the given class holds one order: the given one
+        olb = given_peak(graph) if gmodel else order_lower_bound(graph)
         if olb is not None and olb > B:
             extra_costs = [graph.cost[v] for v in range(n) if ecaps[v] > 0]
             if extra_costs:
@@ -690,6 +691,7 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
     remaining = time_limit - (time.perf_counter() - t0)
     tb = time.perf_counter()
     hint_time = None
+    done = None  # (model, start, _run_cpsat answer) when the first slice of the main model proved optimality
     if objective == "compute":
         hint_ok = evaluate(graph, hint).peak <= B
         phase1 = None
@@ -755,6 +757,24 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
                     t_rel = next((e["t"] for e in log_f if e["objective"] <= sol_f[1] + 1e-9), wall_f)
                     hint_time = (t_f - t0) + t_rel
         remaining = time_limit - (time.perf_counter() - t0)
+        if not unbounded and remaining > 4.0:
+            # a first slice of the main model: easy instances end here, before any bound is computed
+            cp0 = build_remat_cp(graph, B, ecaps, objective="compute",
+                                 fix_order=graph.given_order() if gmodel else None)
+            _add_floor(cp0, floor)
+            cp0.hint_from_schedule(hint)
+            t_p = time.perf_counter()
+            pre = _run_cpsat(cp0, PRESOLVE_SHARE * remaining, seed, workers, progress, "solve, first slice")
+            params["first_slice"] = {"status": pre[0], "s": round(pre[3], 3)}
+            if pre[0] == "optimal":
+                done = (cp0, t_p, pre)
+            elif pre[1] is not None:
+                floor = max(floor, _lb_compute(cp0, pre[2], floor))
+                if evaluate(graph, pre[1][0]).compute < evaluate(graph, hint).compute - 1e-9:
+                    hint = pre[1][0]
+                    hint_time = (t_p - t0) + next((e["t"] for e in pre[4] if e["objective"] <= pre[1][1] + 1e-9),
+                                                  pre[3])
+    if objective == "compute" and done is None:
         sched_box: list = []  # a schedule the hitting-set bound proved optimal
         floor = _threshold_floor(graph, B, ecaps, hint, floor, unbounded, gmodel, baseline, params, workers, seed,
                                  THRESHOLD_SHARE * (time_limit - (time.perf_counter() - t0)), sched_box)
@@ -769,14 +789,19 @@ def _solve_cp(graph, B, caps, objective, eps, time_limit, seed, progress, worker
         remaining = time_limit - (time.perf_counter() - t0)
         cp = build_remat_cp(graph, B, ecaps, objective="compute", fix_order=graph.given_order() if gmodel else None)
         _add_floor(cp, floor)
+    elif objective == "compute":
+        cp = done[0]
     else:
         cp = build_remat_cp(graph, B, ecaps, objective="peak", compute_budget=limit_c,
                             fix_order=graph.given_order() if gmodel else None)
     params["build_s"] = round(time.perf_counter() - tb, 3)
     params.update({k: v for k, v in cp.info.items()})
-    cp.hint_from_schedule(hint)
-    t_s = time.perf_counter()
-    st, sol, bound, wall, log = _run_cpsat(cp, max(0.5, remaining), seed, workers, progress, "solve")
+    if done is None:
+        cp.hint_from_schedule(hint)
+        t_s = time.perf_counter()
+        st, sol, bound, wall, log = _run_cpsat(cp, max(0.5, remaining), seed, workers, progress, "solve")
+    else:
+        _cp, t_s, (st, sol, bound, wall, log) = done
     extra = {"time_to_best_s": None, "solutions": log}
     if sol is None:
         if st == "infeasible":
