@@ -36,7 +36,7 @@ from .bounds import max_live
 from .buffers import Buffer, check_buffers, components, conflicts, sections_of
 from .check import check_placement
 from .greedy import best_greedy
-from .kernel import BUDGET, ENGINE, EXHAUSTED, FOUND, SPLIT, KernelState
+from .kernel import ENGINE, EXHAUSTED, FOUND, KernelState
 
 __all__ = ["ArenaResult", "solve_arena", "PREORDERS", "METHODS"]
 
@@ -303,7 +303,7 @@ class _KSearch:
     """The same search run by the compiled kernel (:mod:`.kernel`), in chunks of nodes so that
     node limits and the deadline are honoured between chunks."""
 
-    CHUNK = 5000
+    CHUNK = 20000
 
     def __init__(self, part: _Part, cap: int, rank: np.ndarray, deadline: float, node_limit: int | None,
                  improve: bool):
@@ -327,73 +327,24 @@ class _KSearch:
             self.best, self.best_height = self.k.best_off.copy(), int(self.k.st[7])
 
     def run(self) -> bool:
-        k = self.k
-        if self._solve(k.allowed.copy(), 0, int(k.st[11])):
-            self.best = k.off.copy()
-            self.best_height = int((k.off + k.size).max())
-            return True
-        return self.best is not None
-
-    def _chunk(self) -> int:
-        budget = self.CHUNK
-        if self.node_limit is not None:
-            budget = min(budget, self.node_limit - self.nodes)
-            if budget <= 0:
-                raise _Abort
-        r = self.k.run(budget)
-        self._take_best()
-        if r != FOUND:
+        while True:
+            budget = self.CHUNK
+            if self.node_limit is not None:
+                budget = min(budget, self.node_limit - self.nodes)
+                if budget <= 0:
+                    raise _Abort
+            r = self.k.run(budget)
+            self._take_best()
+            if r == FOUND:
+                self.best = self.k.off.copy()
+                self.best_height = int((self.k.off + self.k.size).max())
+                return True
+            if r == EXHAUSTED:
+                return self.best is not None
             if self.node_limit is not None and self.nodes >= self.node_limit:
                 raise _Abort
             if time.perf_counter() > self.deadline:
                 raise _Timeout
-        return r
-
-    def _solve(self, allowed, g0: int, g1: int) -> bool:
-        """Search from the pending node at depth st[0] over ``allowed`` until every allowed
-        buffer is placed (True) or the node at the base depth is exhausted (False)."""
-        k = self.k
-        st = k.st
-        base = int(st[9])
-        while True:
-            k.allowed[:] = allowed
-            st[9] = base
-            st[10], st[11] = g0, g1
-            r = self._chunk()
-            if r == FOUND:
-                return True
-            if r == EXHAUSTED:
-                return False
-            if r != SPLIT:
-                continue
-            # independent groups after the placement at depth d1 - 1: each alone, in time order
-            d1 = int(st[0])
-            b = int(k.d_b[d1 - 1])
-            s0, s1 = int(k.first[b]), int(k.last[b])
-            zeros = s0 + np.flatnonzero(k.cross[s0:s1 - 1] == 0)
-            rest = np.flatnonzero(k.unpl & allowed)
-            gid = np.searchsorted(zeros, k.first[rest], side="left")
-            o, rk = int(k.d_lo[d1]), int(k.d_lr[d1])
-            ok = True
-            for g in np.unique(gid):
-                gm = np.zeros_like(allowed)
-                members = rest[gid == g]
-                gm[members] = True
-                dd = int(st[0])
-                st[1] = 0
-                st[2] = int(gm.sum())
-                st[9] = dd
-                k.d_lo[dd], k.d_lr[dd] = o, rk
-                if not self._solve(gm, int(k.first[members].min()), int(k.last[members].max())):
-                    ok = False
-                    break
-            if ok:
-                return True
-            # a group has no completion: so has the split node's child; back to depth d1 - 1
-            k.unwind(d1)
-            st[1] = 2
-            st[2] = int((k.unpl & allowed).sum())
-            st[9] = base
 
 
 def _make_search(part: _Part, cap: int, rank: np.ndarray, deadline: float, node_limit: int | None, improve: bool):

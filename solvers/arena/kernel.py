@@ -26,48 +26,96 @@ except ImportError:  # pragma: no cover
             return f
         return wrap
 
-__all__ = ["ENGINE", "FOUND", "EXHAUSTED", "BUDGET", "SPLIT", "KernelState", "search_chunk", "unwind"]
+__all__ = ["ENGINE", "FOUND", "EXHAUSTED", "BUDGET", "KernelState", "search_chunk"]
 
-FOUND, EXHAUSTED, BUDGET, SPLIT = 1, 0, 2, 3
+FOUND, EXHAUSTED, BUDGET = 1, 0, 2
 BIG = np.int64(1) << np.int64(60)
 
 
 @njit(cache=True)
+def _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, f_o, f_r, d_lo, d_lr, d, k):
+    """Make the next non-empty group of frame k active at depth d; False when none is left."""
+    n = grp.shape[0]
+    while f_j[k] < f_m[k]:
+        lab = f_L[k] + f_j[k]
+        cnt = 0
+        lo = 1 << 60
+        hi = -1
+        for c in range(n):
+            if unpl[c] and grp[c] == lab:
+                cnt += 1
+                if first[c] < lo:
+                    lo = first[c]
+                if last[c] > hi:
+                    hi = last[c]
+        if cnt > 0:
+            st[12] = lab
+            st[9] = d
+            st[10] = lo
+            st[11] = hi
+            st[2] = cnt
+            d_lo[d] = f_o[k]
+            d_lr[d] = f_r[k]
+            return True
+        f_j[k] += 1
+    return False
+
+
+@njit(cache=True)
 def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
-                 minoff, unpl, low, tot, off, st, allowed, cross,
+                 minoff, unpl, low, tot, off, st, grp, cross, zeros,
+                 f_d1, f_pl, f_pb, f_pg0, f_pg1, f_o, f_r, f_L, f_m, f_j,
                  d_lo, d_lr, d_A, d_T, d_cnt, d_pos, d_b, d_hat, d_mlog, d_llog, cand,
                  mlog_i, mlog_v, llog_i, llog_v, best_off, budget):
     """Run the depth-first search for at most ``budget`` nodes. ``st``: [depth, phase, left,
     cap, improve, mlog top, llog top, best height, nodes, base depth, group's first section,
-    group's end section]. Only buffers in ``allowed``
-    are candidates; backtracking out of the node at the base depth ends the search (EXHAUSTED).
-    Returns FOUND / EXHAUSTED / BUDGET, or SPLIT (3) right after a placement that leaves the
-    allowed unplaced buffers in independent groups (the child node is pending)."""
+    group's end section, active group label, frames, next label]. Candidates are the unplaced
+    buffers of the active group. A placement that leaves the group's unplaced buffers in
+    independent groups (no unplaced buffer crosses a section boundary between them) opens a
+    frame: the groups are solved one after the other (continuing the canonical order from the
+    split), a group that fails fails the split's child, and its alternatives inside earlier
+    groups are never enumerated. Returns FOUND / EXHAUSTED / BUDGET."""
     n = size.shape[0]
     S = tot.shape[0]
     big = np.int64(1) << np.int64(60)
     d = st[0]
     phase = st[1]
-    left = st[2]
-    cap = st[3]
-    improve = st[4]
     mtop = st[5]
     ltop = st[6]
-    base = st[9]
-    zeros = np.empty(S + 1, dtype=np.int64)
-    g0 = st[10]
-    g1 = st[11]
     nodes = 0
     while True:
+        left = st[2]
+        cap = st[3]
         if phase == 0:  # enter the node at depth d
             if nodes >= budget:
-                st[0] = d; st[1] = phase; st[2] = left; st[3] = cap; st[5] = mtop; st[6] = ltop
+                st[0] = d; st[1] = phase; st[5] = mtop; st[6] = ltop
                 st[8] += nodes
                 return 2
             nodes += 1
             if left == 0:
-                if improve == 0:
-                    st[0] = d; st[1] = 2; st[2] = left; st[3] = cap; st[5] = mtop; st[6] = ltop
+                if st[4] == 0:
+                    # the active group is placed: the next group of the innermost frame, or close it
+                    done = True
+                    while st[13] > 0:
+                        k = st[13] - 1
+                        f_j[k] += 1
+                        if _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, f_o, f_r, d_lo, d_lr, d, k):
+                            done = False
+                            break
+                        # every group of frame k placed: back to its parent group (all placed too)
+                        for c in range(n):
+                            if grp[c] >= f_L[k] and grp[c] < f_L[k] + f_m[k]:
+                                grp[c] = f_pl[k]
+                        st[12] = f_pl[k]
+                        st[9] = f_pb[k]
+                        st[10] = f_pg0[k]
+                        st[11] = f_pg1[k]
+                        st[2] = 0
+                        st[13] -= 1
+                    if not done:
+                        nodes -= 1  # the group's root is entered below
+                        continue
+                    st[0] = d; st[1] = 2; st[5] = mtop; st[6] = ltop
                     st[8] += nodes
                     return 1
                 h = 0
@@ -77,12 +125,15 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
                 for i in range(n):
                     best_off[i] = off[i]
                 st[7] = h
-                cap = h - 1
+                st[3] = h - 1
                 phase = 2
                 continue
+            act = st[12]
+            g0 = st[10]
+            g1 = st[11]
             mh = big
             for c in range(n):
-                if unpl[c] and allowed[c]:
+                if unpl[c] and grp[c] == act:
                     v = minoff[c] + size[c]
                     if v < mh:
                         mh = v
@@ -90,7 +141,7 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
             lr = d_lr[d]
             k = 0
             for c in range(n):
-                if unpl[c] and allowed[c]:
+                if unpl[c] and grp[c] == act:
                     m = minoff[c]
                     if m < mh and (m > lo or (m == lo and rank[c] > lr)):
                         cand[d, k] = c
@@ -123,6 +174,9 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
             d_T[d] = T
             phase = 1
         elif phase == 1:  # try the next child of the node at depth d
+            act = st[12]
+            g0 = st[10]
+            g1 = st[11]
             pushed = False
             while d_pos[d] < d_cnt[d]:
                 b = cand[d, d_pos[d]]
@@ -194,12 +248,12 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
                 d_hat[d] = hat
                 if ok:
                     d += 1
-                    left -= 1
+                    st[2] = left - 1
                     d_lo[d] = o
                     d_lr[d] = rank[b]
                     phase = 0
                     pushed = True
-                    if improve == 0 and left > 1 and s1 - 1 > s0:
+                    if st[4] == 0 and left - 1 > 1 and s1 - 1 > s0:
                         nz = 0
                         for s in range(s0, s1 - 1):
                             if cross[s] == 0:
@@ -209,7 +263,7 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
                             g = -1
                             split = False
                             for c in range(n):
-                                if unpl[c] and allowed[c]:
+                                if unpl[c] and grp[c] == act:
                                     cnt = 0  # the zero boundaries left of c: its group
                                     for zi in range(nz):
                                         if zeros[zi] < first[c]:
@@ -220,9 +274,28 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
                                         split = True
                                         break
                             if split:
-                                st[0] = d; st[1] = 0; st[2] = left; st[3] = cap; st[5] = mtop; st[6] = ltop
-                                st[8] += nodes
-                                return 3
+                                k = st[13]
+                                f_d1[k] = d
+                                f_pl[k] = act
+                                f_pb[k] = st[9]
+                                f_pg0[k] = g0
+                                f_pg1[k] = g1
+                                f_o[k] = o
+                                f_r[k] = rank[b]
+                                f_L[k] = st[14]
+                                f_m[k] = nz + 1
+                                f_j[k] = 0
+                                st[14] += nz + 1
+                                for c in range(n):
+                                    if unpl[c] and grp[c] == act:
+                                        cnt = 0
+                                        for zi in range(nz):
+                                            if zeros[zi] < first[c]:
+                                                cnt += 1
+                                        grp[c] = f_L[k] + cnt
+                                st[13] = k + 1
+                                _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, f_o, f_r, d_lo, d_lr,
+                                             d, k)
                     break
                 # undo
                 off[b] = -1
@@ -242,12 +315,43 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
             if not pushed:
                 phase = 2
         else:  # the node at depth d is done: back to its parent, undo the parent's choice
-            if d == base:
-                st[0] = d; st[1] = phase; st[2] = left; st[3] = cap; st[5] = mtop; st[6] = ltop
-                st[8] += nodes
-                return 0
+            if d == st[9]:
+                if st[13] == 0:
+                    st[0] = d; st[1] = phase; st[5] = mtop; st[6] = ltop
+                    st[8] += nodes
+                    return 0
+                # a group of the innermost frame has no completion: the split's child fails
+                k = st[13] - 1
+                while d > f_d1[k]:
+                    d -= 1
+                    b = d_b[d]
+                    off[b] = -1
+                    while ltop > d_llog[d]:
+                        ltop -= 1
+                        low[llog_i[ltop]] = llog_v[ltop]
+                    while mtop > d_mlog[d]:
+                        mtop -= 1
+                        minoff[mlog_i[mtop]] = mlog_v[mtop]
+                    for s in range(first[b], last[b]):
+                        tot[s] += size[b]
+                    for s in range(first[b], last[b] - 1):
+                        cross[s] += 1
+                    unpl[b] = True
+                cnt = 0
+                for c in range(n):
+                    if grp[c] >= f_L[k] and grp[c] < f_L[k] + f_m[k]:
+                        grp[c] = f_pl[k]
+                    if unpl[c] and grp[c] == f_pl[k]:
+                        cnt += 1
+                st[12] = f_pl[k]
+                st[9] = f_pb[k]
+                st[10] = f_pg0[k]
+                st[11] = f_pg1[k]
+                st[2] = cnt
+                st[13] = k
+                continue  # phase 2 again, now at the split's child depth in the parent group
             d -= 1
-            left += 1
+            st[2] = left + 1
             b = d_b[d]
             off[b] = -1
             while ltop > d_llog[d]:
@@ -264,33 +368,6 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
             if d_hat[d]:
                 d_pos[d] = d_cnt[d]
             phase = 1
-
-
-@njit(cache=True)
-def unwind(size, first, last, minoff, unpl, low, tot, off, st, cross, d_b, d_mlog, d_llog,
-           mlog_i, mlog_v, llog_i, llog_v, to_depth):
-    """Undo the placements made at depths st[0]-1 down to ``to_depth``; leaves st[0] = to_depth."""
-    d = st[0]
-    mtop = st[5]
-    ltop = st[6]
-    while d > to_depth:
-        d -= 1
-        b = d_b[d]
-        off[b] = -1
-        while ltop > d_llog[d]:
-            ltop -= 1
-            low[llog_i[ltop]] = llog_v[ltop]
-        while mtop > d_mlog[d]:
-            mtop -= 1
-            minoff[mlog_i[mtop]] = mlog_v[mtop]
-        for s in range(first[b], last[b]):
-            tot[s] += size[b]
-        for s in range(first[b], last[b] - 1):
-            cross[s] += 1
-        unpl[b] = True
-    st[0] = d
-    st[5] = mtop
-    st[6] = ltop
 
 
 class KernelState:
@@ -317,8 +394,10 @@ class KernelState:
         self.low = np.zeros(sec.count, dtype=i64)
         self.tot = np.add.reduceat(part.fsize, part.starts).astype(i64) if sec.count else np.zeros(0, dtype=i64)
         self.off = np.full(n, -1, dtype=i64)
-        self.st = np.array([0, 0, n, cap, 1 if improve else 0, 0, 0, -1, 0, 0, 0, sec.count], dtype=i64)
-        self.allowed = np.ones(n, dtype=np.bool_)
+        self.st = np.array([0, 0, n, cap, 1 if improve else 0, 0, 0, -1, 0, 0, 0, sec.count, 0, 0, 1], dtype=i64)
+        self.grp = np.zeros(n, dtype=i64)
+        self.zeros = np.zeros(sec.count + 1, dtype=i64)
+        self.frames = [np.zeros(n + 1, dtype=i64) for _ in range(10)]
         self.cross = np.zeros(max(sec.count - 1, 0) + 1, dtype=i64)
         for f, l in zip(sec.first, sec.last):
             if l - 1 > f:
@@ -349,14 +428,9 @@ class KernelState:
     def run(self, budget: int) -> int:
         return int(search_chunk(self.size, self.rank, self.ovp, self.ovi, self.first, self.last, self.secp,
                                 self.seci, self.a0, self.a1, self.minoff, self.unpl, self.low, self.tot, self.off,
-                                self.st, self.allowed, self.cross, self.d_lo, self.d_lr, self.d_A, self.d_T, self.d_cnt, self.d_pos, self.d_b,
+                                self.st, self.grp, self.cross, self.zeros, *self.frames, self.d_lo, self.d_lr, self.d_A, self.d_T, self.d_cnt, self.d_pos, self.d_b,
                                 self.d_hat, self.d_mlog, self.d_llog, self.cand, self.mlog_i, self.mlog_v,
                                 self.llog_i, self.llog_v, self.best_off, np.int64(budget)))
-
-    def unwind(self, to_depth: int) -> None:
-        unwind(self.size, self.first, self.last, self.minoff, self.unpl, self.low, self.tot, self.off, self.st,
-               self.cross, self.d_b, self.d_mlog, self.d_llog, self.mlog_i, self.mlog_v, self.llog_i, self.llog_v,
-               np.int64(to_depth))
 
     @property
     def nodes(self) -> int:
