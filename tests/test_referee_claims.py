@@ -64,7 +64,7 @@ def _describe(g: Graph) -> str:
 
 
 @pytest.mark.parametrize("method", EXACT)
-@settings(max_examples=18, **SET)
+@settings(max_examples=30, **SET)
 @given(inst=tiny_instances(max_ops=7))
 def test_exact_methods_agree_with_brute_force(method, inst):
     g, B = inst
