@@ -172,3 +172,24 @@ def test_search_alone_decides_exactly(engine, bufs, preorder):
 def test_branch_and_bound_alone_minimizes(engine, bufs):
     offs, top = search_minimize(bufs)
     assert top == brute_force(bufs) == check_placement(bufs, offs)
+
+
+@st.composite
+def chain_instances(draw):
+    """Longer horizons with short lifetimes: the search splits into independent groups often."""
+    n = draw(st.integers(10, 22))
+    out = []
+    for k in range(n):
+        lo = draw(st.integers(0, 14))
+        out.append(Buffer(str(k), lo, lo + draw(st.integers(1, 4)), draw(st.sampled_from([1, 2, 3, 4, 6]))))
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(chain_instances(), st.sampled_from(PREORDERS))
+def test_decomposing_search_agrees_with_branch_and_bound(engine, bufs, preorder):
+    """The fit search splits into groups; the branch and bound never does: they must agree."""
+    _, opt = search_minimize(bufs, preorder="WAT")
+    offs = search_fits(bufs, opt, preorder=preorder)
+    assert offs is not None and check_placement(bufs, offs, opt) <= opt
+    assert search_fits(bufs, opt - 1, preorder=preorder) is None
