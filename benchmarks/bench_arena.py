@@ -252,8 +252,10 @@ def main():
     exe = a.minimalloc if Path(a.minimalloc).exists() else None
     # warm-up: the compiled search is built (or loaded from numba's cache) before any timing
     from memsched.solvers.arena.kernel import ENGINE
-    solve_arena([Buffer("a", 0, 2, 2), Buffer("b", 1, 3, 2), Buffer("c", 2, 4, 2), Buffer("d", 0, 1, 1),
-                 Buffer("e", 3, 4, 1), Buffer("f", 1, 2, 1), Buffer("g", 2, 3, 1)], method="search")
+    from memsched.solvers.arena.exact import search_fits
+
+    warm = [Buffer("a", 0, 2, 2), Buffer("b", 1, 3, 2), Buffer("c", 2, 4, 2), Buffer("d", 0, 1, 1)]
+    search_fits(warm, 6)
     t0 = time.perf_counter()
     lines = ["## Static arena planning (bench_arena)", "",
              f"Machine: {platform.machine()}, {os.cpu_count()} CPUs shared with other jobs; load average at start "
