@@ -595,7 +595,8 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
     Only pairs that can raise the bound are tried: in every known order the larger of the
     two operators' memories must exceed the current bound (so one of them is among the
     operators above the bound in some order; only the ``max_hot`` highest of those are
-    used, and the 100,000 best candidates kept). Pairs are tried in decreasing
+    used, their partners are all operators or, on large graphs, the highest-memory ones
+    (about two million pairs listed), and the 100,000 best candidates kept). Pairs are tried in decreasing
     order of that estimate until ``time_budget`` seconds or ``max_pairs`` pairs. The
     budget is checked from the first step on (the trap bound when ``base`` is None, the
     memories of the known orders, every candidate pair listed): the result is then the
@@ -628,6 +629,12 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
         hot = sorted(hot, key=lambda v: -max(m[v] for m in mems))[:max_hot]
         complete = False
     hot_set = set(hot)
+    # partners: every operator, or on large graphs the highest-memory ones (about two
+    # million pairs listed at most; a subset of the pairs gives a valid bound)
+    pool = range(n)
+    if hot and n * len(hot) > 2_000_000:
+        pool = sorted(range(n), key=lambda v: -max(m[v] for m in mems))[:max(1, 2_000_000 // len(hot))]
+        complete = False
     cands: list = []  # a min-heap of the max_cands best (est, u, v)
     max_cands = 100_000
     steps = 0
@@ -636,7 +643,7 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
             complete = False
             break
         cu = (r.anc[u] | r.desc[u]) if r is not None else 0
-        for v in range(n):
+        for v in pool:
             steps += 1
             if steps & 4095 == 0 and out_of_time():
                 complete = False
