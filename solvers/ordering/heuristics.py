@@ -242,7 +242,7 @@ def lpmf_order(g: Graph) -> list[int]:
     sorted_alloc = [alloc[i] for i in by_alloc]
     for k, i in enumerate(by_alloc):
         leaf_of[i] = k
-    inf = 1 << 300
+    inf = (max(out) + 1) * n + n + 1  # above every encoding (net <= out); a small int compares fast
     tree = _MinTree(n, inf)
     ready = [False] * n
     done = [False] * n
