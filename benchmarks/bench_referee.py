@@ -95,15 +95,16 @@ def run(n: int, start: int, all_pairs: bool, order_every: int, time_limit: float
                   f"{len(crashes)} crashes, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
             # a checkpoint: the instances finished so far (a run stopped early keeps them)
             _write(out_json, done, start, all_pairs, t0, ops_hist, calls, statuses, not_applicable, order_calls,
-                   disagreements, crashes)
+                   disagreements, crashes, time_limit)
     return _write(out_json, n, start, all_pairs, t0, ops_hist, calls, statuses, not_applicable, order_calls,
-                  disagreements, crashes)
+                  disagreements, crashes, time_limit)
 
 
 def _write(out_json, n, start, all_pairs, t0, ops_hist, calls, statuses, not_applicable, order_calls,
-           disagreements, crashes):
+           disagreements, crashes, time_limit):
     wall = time.perf_counter() - t0
     data = {"instances": n, "start_seed": start, "all_pairs": all_pairs, "wall_s": round(wall, 1),
+            "time_limit": time_limit,
             "operators_histogram": dict(sorted(ops_hist.items())),
             "calls": [{"method": m, "cap": cap_name(c), "order": o, "calls": k} for (m, c, o), k in sorted(
                 calls.items(), key=lambda x: (x[0][0], cap_name(x[0][1]), x[0][2]))],
@@ -193,7 +194,8 @@ def main(argv=None):
     ap.add_argument("--start", type=int, default=0, help="first seed")
     ap.add_argument("--all-pairs", action="store_true", help="every (cap, order) pair on every instance")
     ap.add_argument("--order-every", type=int, default=10, help="judge the ordering solver on every k-th instance")
-    ap.add_argument("--time-limit", type=float, default=20.0)
+    ap.add_argument("--time-limit", type=float, default=5.0,
+                    help="seconds per solver call (a timeout claims nothing, so it never hides a disagreement)")
     ap.add_argument("--log-every", type=int, default=250)
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "referee.json")
     ap.add_argument("--section", type=Path, default=ROOT / "benchmarks" / "sections" / "15-referee.md")
@@ -204,6 +206,7 @@ def main(argv=None):
         data = merge([json.loads(p.read_text()) for p in a.merge])
         a.json.write_text(json.dumps(data, indent=1))
         cmd = "\n".join(f".venv/bin/python benchmarks/bench_referee.py --n {d['instances']} --start {d['start_seed']}"
+                        f" --time-limit {d.get('time_limit', 20.0):g}"
                         f"{' --all-pairs' if d['all_pairs'] else ''} --json {p}" for d, p in
                         zip([json.loads(p.read_text()) for p in a.merge], a.merge))
         cmd += "\n.venv/bin/python benchmarks/bench_referee.py --merge " + " ".join(str(p) for p in a.merge)
@@ -211,8 +214,8 @@ def main(argv=None):
         print(f"{data['instances']} instances, {len(data['disagreements'])} disagreements, {len(data['crashes'])} crashes")
         return 1 if data["disagreements"] or data["crashes"] else 0
     data = run(a.n, a.start, a.all_pairs, a.order_every, a.time_limit, a.log_every, a.json)
-    cmd = ".venv/bin/python benchmarks/bench_referee.py --n {}{}{}".format(
-        a.n, f" --start {a.start}" if a.start else "", " --all-pairs" if a.all_pairs else "")
+    cmd = ".venv/bin/python benchmarks/bench_referee.py --n {}{} --time-limit {:g}{}".format(
+        a.n, f" --start {a.start}" if a.start else "", a.time_limit, " --all-pairs" if a.all_pairs else "")
     a.section.write_text(section(data, cmd))
     print(f"{data['instances']} instances, {len(data['disagreements'])} disagreements, {len(data['crashes'])} crashes, "
           f"{data['wall_s']} s -> {a.section}")
