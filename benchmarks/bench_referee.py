@@ -160,7 +160,13 @@ def section(data, cmd: str) -> str:
              "(tests/referee.py; its exactness argument is in docs/referee.md). A disagreement is any claim "
              "(status optimal or infeasible, lower_bound, class_status / class_lower_bound in the method's scope) "
              "that is false for the problem asked, or an invalid schedule; a crash is an exception from the library.",
-             "", f"Wall time {data['wall_s']} s (summed over runs). Command:", "", "```", cmd, "```", "",
+             "", "Operators per instance: " + ", ".join(f"{k}: {v}" for k, v in sorted(
+                 (int(k), v) for k, v in data["operators_histogram"].items())) + ". Each instance is judged at one "
+             "(cap, order) pair, cycling through cap 0, 1, 2, unbounded x order free, given by seed; every method is "
+             "called on it; sp-knapsack answers only on its class (\"not applicable\" otherwise). Every "
+             f"{10}th instance also judges the exact ordering solver and every ordering lower bound against the "
+             "optimal order peak.",
+             "", f"Wall time {data['wall_s']} s (summed over runs; the machine was shared, runs at nice 19). Command:", "", "```", cmd, "```", "",
              "| method | cap 0 | cap 1 | cap 2 | unbounded | calls | not applicable | disagreements | crashes |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     methods = sorted(set(list(calls) + list(data["not_applicable"]) + list(crash)))
