@@ -128,9 +128,11 @@ def _sweep_command(args, results: str | None) -> str:
     import shlex
 
     parts = ["memsched", "dtr", "sweep", *args.trace, "--heuristic", args.heuristic, "--lo", str(args.lo),
-             "--hi", str(args.hi), "--step", str(args.step), "--resolution", str(args.resolution),
+             "--hi", str(args.hi), *(["--step", str(args.step)] if args.step is not None else []),
+             "--resolution", str(args.resolution),
              "--repeats", str(args.repeats), "--run-timeout", str(args.run_timeout),
              "--overhead-limit", str(args.overhead_limit), "--refine", args.refine]
+    parts += ["--no-share"] if getattr(args, "no_share", False) else []
     parts += ["--dask", args.dask] if args.dask else ["--jobs", str(args.jobs)]
     parts += ["--results", results or "FILE.jsonl", "--resume"]
     return shlex.join(parts)
@@ -143,6 +145,8 @@ def _print_sweep(res) -> None:
     reused = f" ({res.reused} replays reused from the results file)" if res.reused else ""
     print(f"trace {res.trace}  heuristic {res.heuristic}  {len(res.points)} ratios sampled in {res.wall_s:.1f} s{reused}")
     print(f"baseline memory {_fmt_value('baseline_memory', res.baseline_memory)}")
+    if res.params.get("sampling"):
+        print(f"sampling: {res.params['sampling']}")
     print(f"outcomes: {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}")
     mf = res.min_feasible()
     lo = res.params.get("lo")
@@ -192,7 +196,8 @@ def _sweep(args) -> int:
         results = sweep_many(pairs, lo=args.lo, hi=args.hi, step=args.step, resolution=args.resolution,
                              repeats=args.repeats, run_timeout=args.run_timeout, overhead_limit=limit,
                              jobs=args.jobs, executor=executor, results=args.results, resume=args.resume,
-                             refine=args.refine, log=log, fsync=getattr(args, "fsync", False))
+                             refine=args.refine, log=log, fsync=getattr(args, "fsync", False),
+                             share=not getattr(args, "no_share", False))
     except SweepInterrupted as e:
         for i, res in enumerate(e.partial):  # the best result so far: the ratios sampled before Ctrl-C
             if args.json:

@@ -516,13 +516,17 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--start", choices=["auto", "yes", "no"], default="auto",
                    help="honour ANNOTATE START (auto: manifest.json has_start, else if present)")
     d.add_argument("--json", action="store_true")
-    d = dsub.add_parser("sweep", help="coarse-to-fine budget sweeps (traces x heuristics in parallel), find holes")
+    d = dsub.add_parser("sweep", help="dense budget sweeps (traces x heuristics in parallel), find holes")
     d.add_argument("trace", metavar="TRACE", nargs="+", help="one or more DTR logs; every (trace, heuristic) is swept")
     d.add_argument("--heuristic", default="dtr", help="a heuristic, or several separated by commas")
     d.add_argument("--lo", type=float, default=0.1)
     d.add_argument("--hi", type=float, default=1.0)
-    d.add_argument("--step", type=float, default=0.01, help="coarse grid step (default 0.01)")
-    d.add_argument("--resolution", type=float, default=1e-4, help="refinement resolution (default 1e-4)")
+    d.add_argument("--step", type=float, default=None,
+                   help="quick look: a coarse grid of this step, refined only where outcomes change (misses holes "
+                        "between equal coarse outcomes); default: dense, every --resolution step")
+    d.add_argument("--resolution", type=float, default=1e-4, help="sampling resolution (default 1e-4)")
+    d.add_argument("--no-share", action="store_true",
+                   help="replay every sample (default: samples inside an equal replay's budget interval reuse it)")
     d.add_argument("--repeats", type=int, default=3, help="runs per point next to an outcome change (default 3)")
     d.add_argument("--run-timeout", type=_positive_float, default=60.0, help="seconds per run; later: unresolved")
     d.add_argument("--overhead-limit", default="2.0")

@@ -87,7 +87,7 @@ def test_protocol_invariants(n, seed, refine, h, repeats):
         r = replay(tr, ks[i] * 0.01, heuristic=h)
         assert (p.outcome, p.clock, p.peak, p.evictions, p.budget) == (r.outcome, r.clock, r.peak, r.evictions,
                                                                        r.budget)
-    assert res.replays == sum(p.runs for p in res.points) and res.reused == 0
+    assert res.replays + res.derived == sum(p.runs for p in res.points) and res.reused == 0
 
 
 # ------------------------------------------------------------------ pool == inline
@@ -213,7 +213,7 @@ def test_cli_several_sweeps_and_report(tmp_path, capsys):
         assert [(q["ratio"], q["outcome"], q["clock"], q["runs"]) for q in d["points"]] == \
                [(q.ratio, q.outcome, q.clock, q.runs) for q in ref.points]
         assert d["holes"] == [h.to_json() for h in ref.holes]
-    assert len(read_rows(out)) == sum(d["replays"] for d in got)
+    assert len(read_rows(out)) == sum(d["replays"] + d["derived"] for d in got)
     # the report of the results file: one summary per sweep, equal to the sweeps' own
     assert memsched.cli.main.main(["dtr", "report", str(out), "--json"]) == 0
     items = [json.loads(x) for x in capsys.readouterr().out.splitlines()]

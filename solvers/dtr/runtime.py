@@ -295,6 +295,12 @@ class Runtime:
             self.uf_parent: list[int] = []
             self.uf_val: list = []
         self.pool: dict[int, None] = {}
+        # budget equivalence interval: the run reads its budget only through the tests
+        # memory + need > budget; eq_lo is the largest tested value <= budget, eq_hi the
+        # smallest tested value > budget, so every budget b with eq_lo <= b < eq_hi answers
+        # every test alike and runs the identical replay (see docs/dtr.md, dense sweeps)
+        self.eq_lo = 0
+        self.eq_hi = INF
         self.memory = 0
         self.peak = 0
         self.clock = 1
@@ -495,8 +501,13 @@ class Runtime:
         need = self.o_total[op]
         if self.o_ws is not None:
             need += self.o_ws[op]
-        if self.memory + need > self.budget:
+        v = self.memory + need
+        if v > self.budget:
+            if v < self.eq_hi:
+                self.eq_hi = v
             self._free(need, op)
+        elif v > self.eq_lo:
+            self.eq_lo = v
         self._compute(t, op, remat)
         for p in parents:
             s = t_storage[p]
@@ -647,7 +658,14 @@ class Runtime:
     def _free(self, need, op: int) -> None:
         pool = self.pool
         budget = self.budget
-        while self.memory + need > budget:
+        while True:
+            v = self.memory + need
+            if v <= budget:
+                if v > self.eq_lo:
+                    self.eq_lo = v
+                return
+            if v < self.eq_hi:
+                self.eq_hi = v
             if not pool:
                 self.failure = {"kind": "oom", "op": op, "requested": need, "memory": self.memory,
                                 "short": self.memory + need - budget, "clock": self.clock,

@@ -1,6 +1,12 @@
 """Budget sweeps and feasibility holes.
 
-Protocol (:func:`sweep`):
+Protocol (:func:`sweep`). By default (``step=None``) a sweep is *dense*: the 0.01 grid
+first, then strides halving down to one ``resolution`` step, until every step of
+``[lo, hi]`` is sampled (the coarse grid only orders the work, so partial results cover the
+range early); then step 3 below. A sample whose budget lies in the budget-equivalence
+interval of a finished replay takes that replay's result without running (every budget of
+the interval runs the identical replay: :attr:`Runtime.eq_lo`, docs/dtr.md). With a
+``step`` (a quick look that can miss holes between two coarse points of equal outcome):
 
 1. coarse grid: ratios ``lo, lo + step, ..., hi`` (ratios are handled as integer
    multiples of ``resolution`` so that grid points are exact and reproducible);
@@ -47,6 +53,7 @@ __all__ = ["Point", "Hole", "SweepResult", "find_holes", "sweep", "sweep_many", 
            "FEASIBLE", "INFEASIBLE", "UNRESOLVED"]
 
 FEASIBLE = ("ok",)
+DENSE_ORDER_STEP = 0.01  # a dense sweep's first pass (an ordering of work only)
 INFEASIBLE = ("oom", "remat_exceeded")
 UNRESOLVED = ("unresolved", "nondeterministic", "error")
 
@@ -91,6 +98,7 @@ class SweepResult:
     wall_s: float = 0.0
     replays: int = 0  # replays executed by this sweep
     reused: int = 0  # replays taken from the results file (resume)
+    derived: int = 0  # samples taken from an equal replay's budget interval (sweep_many's share)
 
     def min_feasible(self) -> float | None:
         ok = [p.ratio for p in self.points if p.outcome == "ok"]
@@ -102,7 +110,8 @@ class SweepResult:
                 "samples": len(self.points), "min_feasible_ratio": self.min_feasible(),
                 "unresolved": [p.ratio for p in self.points if p.outcome in UNRESOLVED],
                 "holes": [h.to_json() for h in self.holes], "points": [p.to_json() for p in self.points],
-                "wall_s": round(self.wall_s, 3), "replays": self.replays, "reused": self.reused}
+                "wall_s": round(self.wall_s, 3), "replays": self.replays, "reused": self.reused,
+                "derived": self.derived, "sampling": self.params.get("sampling")}
 
 
 def find_holes(points) -> list[Hole]:
@@ -131,17 +140,39 @@ def find_holes(points) -> list[Hole]:
 
 
 # ------------------------------------------------------------------ protocol
-def _protocol(results: dict, grid: list[int], repeats: int, refine: str, max_refine_points: int):
+def _dense_levels(klo: int, khi: int, kstep: int) -> list[tuple[int, list[int]]]:
+    """Every index of ``klo..khi`` in coarse-to-fine order: strides ``kstep // 2``,
+    ``kstep // 4``, ..., 1 (each level holds the indices of its stride not in an earlier
+    level; the coarse grid itself comes first, separately)."""
+    seen = set(range(klo, khi + 1, kstep)) | {khi}
+    out = []
+    s = kstep
+    while s > 1:
+        s = max(1, s // 2)
+        lvl = [k for k in range(klo, khi + 1, s) if k not in seen]
+        seen.update(lvl)
+        if lvl:
+            out.append((s, lvl))
+    return out
+
+
+def _protocol(results: dict, grid: list[int], repeats: int, refine: str, max_refine_points: int,
+              dense: tuple[int, int, int] | None = None):
     """The sweep protocol as a generator of ``(phase, ks)`` batches of ratio indices
     (ratio = k x resolution). Before asking for the next batch, the driver appends every
     run of the current batch to ``results[k]``: a list of runs
     ``(outcome, clock, peak, evictions, budget, wall_s)``; a point's class is the
-    outcome of its first run."""
+    outcome of its first run. ``dense=(klo, khi, kstep)``: after the coarse grid, every
+    index of the range is sampled, level by level (:func:`_dense_levels`), and no
+    refinement is needed."""
 
     def cls(k):
         return results[k][0][0]
 
     yield "coarse", list(grid)
+    if dense is not None:
+        for s, lvl in _dense_levels(*dense):
+            yield f"dense stride {s}", lvl
     # refinement: every interval whose end outcomes differ (dense scan or bisection)
     scanned: set[tuple[int, int]] = set()
     rnd = 0
@@ -155,7 +186,7 @@ def _protocol(results: dict, grid: list[int], repeats: int, refine: str, max_ref
                     todo.extend(range(a + 1, b))
                 else:
                     todo.append((a + b) // 2)
-        if not todo:
+        if not todo or dense is not None:
             break
         if len(results) + len(todo) > max_refine_points:
             todo = todo[: max(0, max_refine_points - len(results))]
@@ -238,9 +269,14 @@ def execute_replay_task(task: dict, trace=None, *, cache: bool = True) -> dict:
     if task.get("debug"):
         _debug_hook(task["debug"], task["ratio"])
     r = replay(tr, task["ratio"], heuristic=task["heuristic"], overhead_limit=task["overhead_limit"],
-               seed=task["seed"], timeout=task["timeout"])
+               seed=task["seed"], timeout=task["timeout"], keep_runtime=True)
+    rt = r.runtime
+    eq = None
+    if r.outcome in FEASIBLE or r.outcome in INFEASIBLE:
+        # every budget in [lo, hi] runs the identical replay (Runtime.eq_lo / eq_hi)
+        eq = [int(rt.eq_lo), None if rt.eq_hi == float("inf") else int(rt.eq_hi) - 1]
     return {"status": "done", "outcome": r.outcome, "clock": r.clock, "peak": r.peak, "evictions": r.evictions,
-            "budget": r.budget, "wall_s": r.wall_s, "worker": f"pid{os.getpid()}"}
+            "budget": r.budget, "wall_s": r.wall_s, "worker": f"pid{os.getpid()}", "equiv": eq}
 
 
 class InlineExecutor:
@@ -292,6 +328,29 @@ class _State:
     t0: float = 0.0
     wall_s: float = 0.0
     done: bool = False
+    derived: int = 0  # samples taken from an equal run's budget interval (no replay)
+    eq_lo: list = field(default_factory=list)  # sorted lower ends of the known intervals
+    eq: list = field(default_factory=list)  # (lo, hi, outcome, clock, peak, evictions), same order
+    share: bool = True
+
+    def add_interval(self, lo, hi, run) -> None:
+        import bisect
+
+        i = bisect.bisect_left(self.eq_lo, lo)
+        if i < len(self.eq_lo) and self.eq_lo[i] == lo:
+            return  # the same run's interval (intervals of different runs are disjoint or equal)
+        self.eq_lo.insert(i, lo)
+        self.eq.insert(i, (lo, hi) + tuple(run))
+
+    def lookup(self, budget):
+        import bisect
+
+        i = bisect.bisect_right(self.eq_lo, budget) - 1
+        if i >= 0:
+            e = self.eq[i]
+            if e[1] is None or budget <= e[1]:
+                return e
+        return None
 
     @property
     def label(self) -> str:
@@ -312,6 +371,8 @@ def _check(lo, hi, step, resolution, refine, repeats, jobs):
 
     if not (0 < lo <= hi):
         raise MemschedError(f"sweep: need 0 < lo <= hi, got lo={lo} hi={hi}")
+    if step is None:
+        step = max(resolution, DENSE_ORDER_STEP)
     if not (0 < resolution <= step):
         raise MemschedError(f"sweep: need 0 < resolution <= step, got resolution={resolution} step={step}")
     if refine not in ("scan", "bisect"):
@@ -322,13 +383,24 @@ def _check(lo, hi, step, resolution, refine, repeats, jobs):
         raise MemschedError(f"sweep: --jobs must be >= 1, got {jobs}")
 
 
-def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01, resolution: float = 1e-4,
+def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = None, resolution: float = 1e-4,
                repeats: int = 3, run_timeout: float | None = 60.0, overhead_limit: float = 2.0, jobs: int = 1,
                executor=None, dask=None, results=None, resume: bool = False, seed: int = 0,
                refine: str = "scan", max_refine_points: int = 20000, kill_grace: float | None = None,
-               progress=None, log=None, debug: dict | None = None, fsync: bool = False) -> list[SweepResult]:
+               progress=None, log=None, debug: dict | None = None, fsync: bool = False,
+               share: bool = True) -> list[SweepResult]:
     """Run the sweep protocol for every ``(trace, heuristic)`` of ``pairs`` concurrently,
     all replays through one executor; returns one SweepResult per pair, in order.
+
+    ``step=None`` (the default) is a *dense* sweep: every ``resolution`` step of
+    ``[lo, hi]`` is sampled, first the 0.01 grid, then strides halving down to one step
+    (partial results are spread over the range early); a ``step`` samples that coarse grid
+    and refines only intervals whose end outcomes differ (a quick look: it misses holes
+    between two coarse points of the same outcome).
+    ``share``: a sample whose budget lies in the budget-equivalence interval of a finished
+    replay (:attr:`Runtime.eq_lo` .. ``eq_hi``: every budget there runs the identical
+    replay) takes that replay's outcome, clock, peak and evictions without running
+    (counted in ``SweepResult.derived``); determinism repeats always run.
 
     ``executor``: a harness executor (``LocalExecutor``, ``DaskExecutor``) or
     ``InlineExecutor``; default: ``DaskExecutor(dask)`` if ``dask``, else
@@ -353,6 +425,9 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01, r
     _check(lo, hi, step, resolution, refine, repeats, jobs)
     t_start = time.perf_counter()
     res = resolution
+    dense_mode = step is None
+    if dense_mode:
+        step = max(resolution, DENSE_ORDER_STEP)
     klo, khi = round(lo / res), round(hi / res)
     kstep = max(1, round(step / res))
     grid = list(range(klo, khi + 1, kstep))
@@ -373,7 +448,9 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01, r
             loaded[ck] = _load(trace)
         tr = loaded[ck]
         st = _State(i, tr, heuristic, hname, f"{trace_id(tr)}/start={int(tr.has_start)}", trace_baseline(tr))
-        st.gen = _protocol(st.results, grid, repeats, refine, max_refine_points)
+        st.gen = _protocol(st.results, grid, repeats, refine, max_refine_points,
+                           (klo, khi, kstep) if dense_mode else None)
+        st.share = share and not debug  # a test hook targets a ratio: run it
         states.append(st)
     if not states:
         return []
@@ -434,6 +511,14 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01, r
                 n = st.used.get(key, 0)
                 st.used[key] = n + 1
                 rows = reuse.get(key)
+                e = st.lookup(budget) if st.share and not st.phase.startswith("repeat") and n == 0 else None
+                if e is not None and not (rows and n < len(rows)):
+                    st.results.setdefault(k, []).append((e[2], e[3], e[4], e[5], budget, 0.0))
+                    st.derived += 1
+                    if store is not None:
+                        store.append(_row(st, k, budget, n, e[2], e[3], e[4], e[5], 0.0, "derived", None,
+                                          derived_from=[e[0], e[1]]))
+                    continue
                 if rows and n < len(rows):
                     r = rows[n]
                     st.results.setdefault(k, []).append((r["outcome"], r.get("clock"), r.get("peak"),
@@ -467,23 +552,32 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01, r
         st.replays += 1
         st.batch_replays += 1
         totals["replays"] += 1
+        eq = out.get("equiv") if status == "done" else None
+        if eq is not None:
+            st.add_interval(eq[0], eq[1], (outcome, clock, peak, ev))
         if store is not None:
-            row = {"key": task["key"], "kind": "dtr_replay", "trace": str(st.trace.path),
-                   "trace_sha256": trace_id(st.trace), "start": bool(st.trace.has_start), "heuristic": st.hname,
-                   "ratio": round(task["k"] * res, 10), "budget": task["budget"], "overhead_limit": limit,
-                   "seed": seed, "run_timeout": run_timeout, "outcome": outcome, "clock": clock, "peak": peak,
-                   "evictions": ev, "wall_s": round(wall, 6), "baseline_memory": st.base["baseline_memory"],
-                   "baseline_compute": st.base["baseline_compute"], "status": status,
-                   "worker": out.get("worker"), "executor": getattr(executor, "name", type(executor).__name__),
-                   "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-            if out.get("message"):
-                row["message"] = out["message"]
-            store.append(row)
+            store.append(_row(st, task["k"], task["budget"], None, outcome, clock, peak, ev, wall, status,
+                              out.get("worker"), key=task["key"], message=out.get("message"), equiv=eq))
         st.left -= 1
         if st.left == 0:
             finish_batch(st)
             return advance(st)
         return None
+
+    def _row(st, k, budget, n, outcome, clock, peak, ev, wall, status, worker, key=None, message=None, **extra):
+        row = {"key": key or f"dtr:{trace_id(st.trace)[:12]}:{st.hname}:{budget}:{n}:{os.urandom(4).hex()}",
+               "kind": "dtr_replay", "trace": str(st.trace.path),
+               "trace_sha256": trace_id(st.trace), "start": bool(st.trace.has_start), "heuristic": st.hname,
+               "ratio": round(k * res, 10), "budget": budget, "overhead_limit": limit,
+               "seed": seed, "run_timeout": run_timeout, "outcome": outcome, "clock": clock, "peak": peak,
+               "evictions": ev, "wall_s": round(wall, 6), "baseline_memory": st.base["baseline_memory"],
+               "baseline_compute": st.base["baseline_compute"], "status": status,
+               "worker": worker, "executor": getattr(executor, "name", type(executor).__name__),
+               "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        if message:
+            row["message"] = message
+        row.update({a: b for a, b in extra.items() if b is not None})
+        return row
 
     if store is not None:
         store.open(resume)
@@ -497,7 +591,8 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01, r
     except KeyboardInterrupt:
         try:
             partial = _assemble(states, time.perf_counter() - t_start, res, lo, hi, step, resolution, repeats,
-                                run_timeout, overhead_limit, jobs, refine, executor, results, interrupted=True)
+                                run_timeout, overhead_limit, jobs, refine, executor, results, interrupted=True,
+                                dense=dense_mode)
         except Exception:  # the partial map is a courtesy: never hide the interrupt behind it
             partial = []
         raise SweepInterrupted(results, totals["replays"], totals["reused"], partial) from None
@@ -508,11 +603,11 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01, r
     if unfinished:  # an executor that returned early: a bug, never a silent partial map
         raise RuntimeError(f"sweep: executor {executor!r} stopped before {', '.join(unfinished)} finished")
     return _assemble(states, time.perf_counter() - t_start, res, lo, hi, step, resolution, repeats, run_timeout,
-                     overhead_limit, jobs, refine, executor, results)
+                     overhead_limit, jobs, refine, executor, results, dense=dense_mode)
 
 
 def _assemble(states, wall, res, lo, hi, step, resolution, repeats, run_timeout, overhead_limit, jobs, refine,
-              executor, results, interrupted: bool = False) -> list[SweepResult]:
+              executor, results, interrupted: bool = False, dense: bool = False) -> list[SweepResult]:
     """One SweepResult per sweep from the ratios sampled (all of them, or so far when
     ``interrupted``: then ``params['status']`` is 'interrupted')."""
     out = []
@@ -524,23 +619,32 @@ def _assemble(states, wall, res, lo, hi, step, resolution, repeats, run_timeout,
             if any((x[0], x[1]) != (o, clock) for x in runs[1:]):
                 o = "nondeterministic"
             points.append(Point(round(k * res, 10), budget, o, clock, peak, ev, len(runs), sum(x[5] for x in runs)))
+        klo, khi = round(lo / res), round(hi / res)
+        n_range = khi - klo + 1
+        sampling = (f"{'dense' if dense else f'coarse step {step:g} + {refine} refinement'}: {len(points)} of "
+                    f"{n_range} resolution steps ({resolution:g}) of [{lo:g}, {hi:g}] sampled; "
+                    f"{st.replays} replays run, {st.derived} samples from equal runs' budget intervals, "
+                    f"{st.reused} reused")
         out.append(SweepResult(
             trace=str(st.trace.path), heuristic=st.heuristic, points=points, holes=find_holes(points),
             baseline_memory=st.base["baseline_memory"], baseline_compute=st.base["baseline_compute"],
-            params={"lo": lo, "hi": hi, "step": step, "resolution": resolution, "repeats": repeats,
+            params={"lo": lo, "hi": hi, "step": None if dense else step, "dense": dense, "sampling": sampling,
+                    "resolution": resolution, "repeats": repeats,
                     "run_timeout": run_timeout, "overhead_limit": overhead_limit, "jobs": jobs, "refine": refine,
                     "executor": getattr(executor, "name", "?"), "trace_sha256": trace_id(st.trace),
                     "results": None if results is None else str(results),
                     **({"status": "interrupted"} if interrupted and not st.done else {})},
-            wall_s=st.wall_s if len(states) > 1 else wall, replays=st.replays, reused=st.reused))
+            wall_s=st.wall_s if len(states) > 1 else wall, replays=st.replays, reused=st.reused,
+            derived=st.derived))
     return out
 
 
-def sweep(trace, heuristic: str = "dtr", *, lo: float = 0.1, hi: float = 1.0, step: float = 0.01,
+def sweep(trace, heuristic: str = "dtr", *, lo: float = 0.1, hi: float = 1.0, step: float | None = None,
           resolution: float = 1e-4, repeats: int = 3, run_timeout: float | None = 60.0, overhead_limit: float = 2.0,
           jobs: int = 1, progress=None, max_refine_points: int = 20000, refine: str = "scan",
           **kw) -> SweepResult:
-    """Coarse-to-fine sweep of ``trace`` for one heuristic (see the module docstring).
+    """Sweep of ``trace`` for one heuristic (see the module docstring): dense by default
+    (``step=None``), coarse-to-fine with a ``step``.
     ``jobs`` > 1 runs the replays in that many harness worker processes (hard kill past
     the run timeout); ``refine='bisect'`` bisects each change interval down to the
     resolution instead of scanning it densely (cheaper for slow traces; finds one

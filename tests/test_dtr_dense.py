@@ -1,0 +1,112 @@
+"""Dense DTR sweeps (the default) and budget-interval sharing.
+
+* the default sweep samples every resolution step, so it finds a hole that lies between
+  two coarse grid points of the same outcome, which a coarse-only sweep (``step``) misses;
+* a hole of one sample is reported (after its repeats);
+* every budget inside a replay's equivalence interval (``Runtime.eq_lo`` .. ``eq_hi``)
+  runs the identical replay, so samples taken from such an interval (``share``) equal
+  independent replays: outcome, clock, peak, evictions.
+"""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from memsched.instances.dtr_random import random_trace
+from memsched.solvers.dtr.replay import replay, trace_baseline
+from memsched.solvers.dtr.runtime import Runtime
+from memsched.solvers.dtr.sweep import _dense_levels, sweep
+
+
+def key(r):
+    return (r.outcome, r.clock, r.peak, r.evictions)
+
+
+# seed 20 (60 calls), heuristic dtr: infeasible at 0.580..0.584 while 0.55 and 0.60 are
+# both feasible (found by replaying every budget of the trace; checked below, not assumed)
+HOLE_TRACE = dict(seed=20, n_calls=60)
+KW = dict(lo=0.4, hi=1.0, resolution=0.002, repeats=2, run_timeout=None)
+
+
+def test_dense_default_finds_a_hole_between_equal_coarse_points():
+    tr = random_trace(**HOLE_TRACE)
+    # the ground truth, from independent replays
+    assert replay(tr, 0.55).outcome == "ok" and replay(tr, 0.60).outcome == "ok"
+    assert replay(tr, 0.582).outcome in ("oom", "remat_exceeded")
+    dense = sweep(tr, "dtr", **KW)
+    coarse = sweep(tr, "dtr", step=0.05, **KW)
+    n = round((1.0 - 0.4) / 0.002) + 1
+    assert len(dense.points) == n  # every resolution step
+    assert dense.params["dense"] and dense.params["sampling"].startswith(f"dense: {n} of {n}")
+    assert any(h.first <= 0.582 <= h.last and h.feasible_below >= 0.55 and h.feasible_above <= 0.60
+               for h in dense.holes)
+    # the coarse look sees ok at 0.55 and 0.60 and never samples in between
+    assert not any(h.first <= 0.582 <= h.last for h in coarse.holes)
+    assert coarse.params["sampling"].startswith("coarse step 0.05")
+    assert len(coarse.points) < n
+    # every dense sample is its own replay; hole samples ran `repeats` times
+    for p in dense.points:
+        assert (p.outcome, p.clock, p.peak, p.evictions) == key(replay(tr, p.ratio)), p
+    for h in dense.holes:
+        for p in dense.points:
+            if h.first <= p.ratio <= h.last:
+                assert p.runs == 2
+
+
+def test_one_sample_hole_is_reported():
+    # seed 10 (60 calls), dtr: 0.598 alone is infeasible between feasible 0.596 and 0.600
+    tr = random_trace(10, n_calls=60)
+    assert replay(tr, 0.598).outcome in ("oom", "remat_exceeded")
+    assert replay(tr, 0.596).outcome == "ok" and replay(tr, 0.600).outcome == "ok"
+    res = sweep(tr, "dtr", lo=0.59, hi=0.61, resolution=0.002, repeats=3, run_timeout=None)
+    one = [h for h in res.holes if h.first == h.last == 0.598]
+    assert one and (one[0].feasible_below, one[0].feasible_above) == (0.596, 0.6)
+    assert next(p for p in res.points if p.ratio == 0.598).runs == 3
+
+
+def test_dense_levels_cover_the_range_once():
+    for klo, khi, kstep in [(1000, 10000, 100), (3, 17, 4), (5, 5, 1), (0, 99, 7)]:
+        grid = set(range(klo, khi + 1, kstep)) | {khi}
+        seen = list(grid)
+        for _s, lvl in _dense_levels(klo, khi, kstep):
+            seen += lvl
+        assert sorted(seen) == list(range(klo, khi + 1))
+
+
+@pytest.mark.parametrize("h", ["dtr", "dtr-eqclass", "lru", "msps", "size"])
+def test_budget_interval_runs_are_identical(h):
+    """Random traces, random budgets: every budget of a replay's equivalence interval
+    gives the identical replay (and the interval is the same from inside it)."""
+    rng = random.Random(7)
+    for seed in range(6):
+        tr = random_trace(seed, n_calls=40)
+        base = trace_baseline(tr)
+        lim = base["baseline_compute"] * 1.0
+        for _ in range(6):
+            b = rng.randint(base["baseline_memory"] // 4, base["baseline_memory"])
+            rt = Runtime(tr, b, h, remat_limit=lim)
+            out = rt.run()
+            lo, hi = rt.eq_lo, rt.eq_hi
+            assert lo <= b < hi
+            top = min(hi - 1, b + 3 * (b - lo) + 5)
+            for b2 in {lo, (lo + b) // 2, b, top, rng.randint(lo, top)}:
+                r2 = Runtime(tr, b2, h, remat_limit=lim)
+                o2 = r2.run()
+                assert (o2, r2.clock, r2.peak, r2.evictions) == (out, rt.clock, rt.peak, rt.evictions), (seed, b, b2)
+                assert (r2.eq_lo, r2.eq_hi) == (lo, hi)
+
+
+@pytest.mark.parametrize("h", ["dtr", "dtr-eqclass", "lru"])
+def test_shared_sweep_equals_independent_replays(h):
+    rng = random.Random(11)
+    for seed in rng.sample(range(1000), 4):
+        tr = random_trace(seed, n_calls=50)
+        res = sweep(tr, h, lo=0.3, hi=1.0, resolution=0.001, repeats=1, run_timeout=None)
+        assert res.derived > 0 and res.replays + res.derived == len(res.points)
+        for p in res.points:
+            assert (p.outcome, p.clock, p.peak, p.evictions) == key(replay(tr, p.ratio, heuristic=h)), (seed, p)
+        off = sweep(tr, h, lo=0.3, hi=1.0, resolution=0.001, repeats=1, run_timeout=None, share=False)
+        assert off.derived == 0 and off.replays == len(off.points)
+        assert [(p.ratio, p.outcome, p.clock) for p in off.points] == [(p.ratio, p.outcome, p.clock)
+                                                                     for p in res.points]
