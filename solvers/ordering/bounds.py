@@ -596,7 +596,7 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
     two operators' memories must exceed the current bound (so one of them is among the
     operators above the bound in some order; only the ``max_hot`` highest of those are
     used, their partners are all operators or, on large graphs, the highest-memory ones
-    (about two million pairs listed), and the 100,000 best candidates kept). Pairs are tried in decreasing
+    (about 200,000 pairs listed), and the 100,000 best candidates kept). Pairs are tried in decreasing
     order of that estimate until ``time_budget`` seconds or ``max_pairs`` pairs. The
     budget is checked from the first step on (the trap bound when ``base`` is None, the
     memories of the known orders, every candidate pair listed): the result is then the
@@ -629,11 +629,11 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
         hot = sorted(hot, key=lambda v: -max(m[v] for m in mems))[:max_hot]
         complete = False
     hot_set = set(hot)
-    # partners: every operator, or on large graphs the highest-memory ones (about two
-    # million pairs listed at most; a subset of the pairs gives a valid bound)
+    # partners: every operator, or on large graphs the highest-memory ones (about 200,000
+    # pairs listed at most; a subset of the pairs gives a valid bound)
     pool = range(n)
-    if hot and n * len(hot) > 2_000_000:
-        pool = sorted(range(n), key=lambda v: -max(m[v] for m in mems))[:max(1, 2_000_000 // len(hot))]
+    if hot and n * len(hot) > 200_000:
+        pool = sorted(range(n), key=lambda v: -max(m[v] for m in mems))[:max(1, 200_000 // len(hot))]
         complete = False
     cands: list = []  # a min-heap of the max_cands best (est, u, v)
     max_cands = 100_000
