@@ -86,11 +86,25 @@ def _replay(args) -> int:
         raise MemschedError(f"--budget-bytes must be non-negative, got {args.budget_bytes}")
     if not _is_trace(args.trace):
         return _replay_graph(args, limit)
+    from memsched.solvers.dtr.allocator import ALLOCATORS, explain_fragmentation, replay_alloc
+
+    alloc = getattr(args, "allocator", "bytes")
+    if alloc not in ALLOCATORS:
+        raise MemschedError(f"--allocator: expected one of {', '.join(ALLOCATORS)}, got {alloc!r}")
     tr = _load(args)
     ratio = args.ratio if args.ratio is not None or args.budget_bytes is not None else 1.0
-    r = replay(tr, ratio if args.budget_bytes is None else None, budget=args.budget_bytes, heuristic=args.heuristic,
-               overhead_limit=limit, seed=args.seed, keep_runtime=True)
+    if alloc == "bytes":
+        r = replay(tr, ratio if args.budget_bytes is None else None, budget=args.budget_bytes,
+                   heuristic=args.heuristic, overhead_limit=limit, seed=args.seed, keep_runtime=True)
+    else:
+        r = replay_alloc(tr, ratio if args.budget_bytes is None else None, budget=args.budget_bytes,
+                         heuristic=args.heuristic, allocator=alloc, overhead_limit=limit, seed=args.seed)
     d = r.to_json()
+    if alloc != "bytes":
+        d["allocator"] = alloc
+    if r.outcome == "fragmentation" and not args.json:
+        print(explain_fragmentation(r.failure, tr))
+        d["failure"] = {k: v for k, v in d["failure"].items() if k != "layout"}
     if args.json:
         print(json.dumps(d))
     else:
@@ -133,6 +147,7 @@ def _sweep_command(args, results: str | None) -> str:
              "--repeats", str(args.repeats), "--run-timeout", str(args.run_timeout),
              "--overhead-limit", str(args.overhead_limit), "--refine", args.refine]
     parts += ["--no-share"] if getattr(args, "no_share", False) else []
+    parts += ["--allocator", args.allocator] if getattr(args, "allocator", "bytes") != "bytes" else []
     parts += ["--dask", args.dask] if args.dask else ["--jobs", str(args.jobs)]
     parts += ["--results", results or "FILE.jsonl", "--resume"]
     return shlex.join(parts)
@@ -197,7 +212,8 @@ def _sweep(args) -> int:
                              repeats=args.repeats, run_timeout=args.run_timeout, overhead_limit=limit,
                              jobs=args.jobs, executor=executor, results=args.results, resume=args.resume,
                              refine=args.refine, log=log, fsync=getattr(args, "fsync", False),
-                             share=not getattr(args, "no_share", False))
+                             share=not getattr(args, "no_share", False),
+                             allocator=getattr(args, "allocator", "bytes"))
     except SweepInterrupted as e:
         for i, res in enumerate(e.partial):  # the best result so far: the ratios sampled before Ctrl-C
             if args.json:

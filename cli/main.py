@@ -515,6 +515,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seed", type=int, default=0, help="seed of the random heuristic")
     d.add_argument("--start", choices=["auto", "yes", "no"], default="auto",
                    help="honour ANNOTATE START (auto: manifest.json has_start, else if present)")
+    d.add_argument("--allocator", default="bytes",
+                   help="bytes (default, simrd's byte counting), first-fit, best-fit, caching (address-aware)")
     d.add_argument("--json", action="store_true")
     d = dsub.add_parser("sweep", help="dense budget sweeps (traces x heuristics in parallel), find holes")
     d.add_argument("trace", metavar="TRACE", nargs="+", help="one or more DTR logs; every (trace, heuristic) is swept")
@@ -525,6 +527,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="quick look: a coarse grid of this step, refined only where outcomes change (misses holes "
                         "between equal coarse outcomes); default: dense, every --resolution step")
     d.add_argument("--resolution", type=float, default=1e-4, help="sampling resolution (default 1e-4)")
+    d.add_argument("--allocator", default="bytes",
+                   help="bytes (default, simrd's byte counting), first-fit, best-fit, caching (address-aware)")
     d.add_argument("--no-share", action="store_true",
                    help="replay every sample (default: samples inside an equal replay's budget interval reuse it)")
     d.add_argument("--repeats", type=int, default=3, help="runs per point next to an outcome change (default 3)")

@@ -54,7 +54,7 @@ __all__ = ["Point", "Hole", "SweepResult", "find_holes", "sweep", "sweep_many", 
 
 FEASIBLE = ("ok",)
 DENSE_ORDER_STEP = 0.01  # a dense sweep's first pass (an ordering of work only)
-INFEASIBLE = ("oom", "remat_exceeded")
+INFEASIBLE = ("oom", "remat_exceeded", "fragmentation")
 UNRESOLVED = ("unresolved", "nondeterministic", "error")
 
 
@@ -268,11 +268,18 @@ def execute_replay_task(task: dict, trace=None, *, cache: bool = True) -> dict:
         return {"status": "error", "message": "worker has no copy of the trace (driver bug)", "wall_s": 0.0}
     if task.get("debug"):
         _debug_hook(task["debug"], task["ratio"])
-    r = replay(tr, task["ratio"], heuristic=task["heuristic"], overhead_limit=task["overhead_limit"],
-               seed=task["seed"], timeout=task["timeout"], keep_runtime=True)
+    alloc = task.get("allocator", "bytes")
+    if alloc != "bytes":
+        from .allocator import replay_alloc
+
+        r = replay_alloc(tr, task["ratio"], heuristic=task["heuristic"], allocator=alloc,
+                         overhead_limit=task["overhead_limit"], seed=task["seed"], timeout=task["timeout"])
+    else:
+        r = replay(tr, task["ratio"], heuristic=task["heuristic"], overhead_limit=task["overhead_limit"],
+                   seed=task["seed"], timeout=task["timeout"], keep_runtime=True)
     rt = r.runtime
     eq = None
-    if r.outcome in FEASIBLE or r.outcome in INFEASIBLE:
+    if alloc == "bytes" and (r.outcome in FEASIBLE or r.outcome in INFEASIBLE):
         # every budget in [lo, hi] runs the identical replay (Runtime.eq_lo / eq_hi)
         eq = [int(rt.eq_lo), None if rt.eq_hi == float("inf") else int(rt.eq_hi) - 1]
     return {"status": "done", "outcome": r.outcome, "clock": r.clock, "peak": r.peak, "evictions": r.evictions,
@@ -332,6 +339,7 @@ class _State:
     eq_lo: list = field(default_factory=list)  # sorted lower ends of the known intervals
     eq: list = field(default_factory=list)  # (lo, hi, outcome, clock, peak, evictions), same order
     share: bool = True
+    allocator: str = "bytes"
 
     def add_interval(self, lo, hi, run) -> None:
         import bisect
@@ -388,7 +396,7 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
                executor=None, dask=None, results=None, resume: bool = False, seed: int = 0,
                refine: str = "scan", max_refine_points: int = 20000, kill_grace: float | None = None,
                progress=None, log=None, debug: dict | None = None, fsync: bool = False,
-               share: bool = True) -> list[SweepResult]:
+               share: bool = True, allocator: str = "bytes") -> list[SweepResult]:
     """Run the sweep protocol for every ``(trace, heuristic)`` of ``pairs`` concurrently,
     all replays through one executor; returns one SweepResult per pair, in order.
 
@@ -401,6 +409,8 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
     replay (:attr:`Runtime.eq_lo` .. ``eq_hi``: every budget there runs the identical
     replay) takes that replay's outcome, clock, peak and evictions without running
     (counted in ``SweepResult.derived``); determinism repeats always run.
+    ``allocator``: ``bytes`` (simrd's byte counting, the default) or an address-aware
+    model (:mod:`.allocator`: ``first-fit``, ``best-fit``, ``caching``; no sharing there).
 
     ``executor``: a harness executor (``LocalExecutor``, ``DaskExecutor``) or
     ``InlineExecutor``; default: ``DaskExecutor(dask)`` if ``dask``, else
@@ -423,6 +433,12 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
     from .runtime import canonical_heuristic
 
     _check(lo, hi, step, resolution, refine, repeats, jobs)
+    from .allocator import ALLOCATORS
+
+    if allocator not in ALLOCATORS:
+        raise MemschedError(f"--allocator: expected one of {', '.join(ALLOCATORS)}, got {allocator!r}")
+    if allocator != "bytes":
+        share = False
     t_start = time.perf_counter()
     res = resolution
     dense_mode = step is None
@@ -451,6 +467,7 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
         st.gen = _protocol(st.results, grid, repeats, refine, max_refine_points,
                            (klo, khi, kstep) if dense_mode else None)
         st.share = share and not debug  # a test hook targets a ratio: run it
+        st.allocator = allocator
         states.append(st)
     if not states:
         return []
@@ -471,7 +488,7 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
                     continue
                 try:
                     key = (row["trace_sha256"], bool(row["start"]), row["heuristic"], int(row["budget"]),
-                           float(row["overhead_limit"]), int(row.get("seed", 0)))
+                           float(row["overhead_limit"]), int(row.get("seed", 0)), row.get("allocator", "bytes"))
                 except (KeyError, TypeError, ValueError):
                     continue
                 reuse.setdefault(key, []).append(row)
@@ -507,7 +524,7 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
             for k in ks:
                 ratio = k * res
                 budget = ratio_budget(ratio, st.base["baseline_memory"])  # as replay() does (budget_for)
-                key = (trace_id(st.trace), bool(st.trace.has_start), st.hname, budget, limit, seed)
+                key = (trace_id(st.trace), bool(st.trace.has_start), st.hname, budget, limit, seed, allocator)
                 n = st.used.get(key, 0)
                 st.used[key] = n + 1
                 rows = reuse.get(key)
@@ -530,6 +547,7 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
                 tasks.append({"key": f"dtr:{trace_id(st.trace)[:12]}:{st.hname}:{budget}:{n}:{os.urandom(4).hex()}",
                               "kind": "dtr_replay", "instance_hash": st.tid, "sweep": st.idx, "k": k,
                               "ratio": ratio, "budget": budget, "heuristic": st.hname, "overhead_limit": limit,
+                              "allocator": allocator,
                               "seed": seed, "timeout": run_timeout, "time_limit": run_timeout, "hard_limit": hard,
                               "debug": debug})
             if tasks:
@@ -571,6 +589,7 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
                "ratio": round(k * res, 10), "budget": budget, "overhead_limit": limit,
                "seed": seed, "run_timeout": run_timeout, "outcome": outcome, "clock": clock, "peak": peak,
                "evictions": ev, "wall_s": round(wall, 6), "baseline_memory": st.base["baseline_memory"],
+               **({} if allocator == "bytes" else {"allocator": allocator}),
                "baseline_compute": st.base["baseline_compute"], "status": status,
                "worker": worker, "executor": getattr(executor, "name", type(executor).__name__),
                "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
@@ -629,6 +648,7 @@ def _assemble(states, wall, res, lo, hi, step, resolution, repeats, run_timeout,
             trace=str(st.trace.path), heuristic=st.heuristic, points=points, holes=find_holes(points),
             baseline_memory=st.base["baseline_memory"], baseline_compute=st.base["baseline_compute"],
             params={"lo": lo, "hi": hi, "step": None if dense else step, "dense": dense, "sampling": sampling,
+                    "allocator": st.allocator,
                     "resolution": resolution, "repeats": repeats,
                     "run_timeout": run_timeout, "overhead_limit": overhead_limit, "jobs": jobs, "refine": refine,
                     "executor": getattr(executor, "name", "?"), "trace_sha256": trace_id(st.trace),
@@ -656,12 +676,13 @@ def sweep(trace, heuristic: str = "dtr", *, lo: float = 0.1, hi: float = 1.0, st
 
 
 # ------------------------------------------------------------------ results files
-def _summary(trace, sha, heuristic, limit, points, replays) -> dict:
+def _summary(trace, sha, heuristic, limit, points, replays, allocator="bytes") -> dict:
     counts: dict = {}
     for p in points:
         counts[p.outcome] = counts.get(p.outcome, 0) + 1
     ok = [p.ratio for p in points if p.outcome in FEASIBLE]
     return {"trace": trace, "trace_sha256": sha, "heuristic": heuristic, "overhead_limit": limit,
+            **({} if allocator == "bytes" else {"allocator": allocator}),
             "samples": len(points), "replays": replays, "outcomes": counts, "min_feasible_ratio": min(ok) if ok else None,
             "unresolved": sum(1 for p in points if p.outcome in UNRESOLVED), "holes": find_holes(points)}
 
@@ -669,7 +690,7 @@ def _summary(trace, sha, heuristic, limit, points, replays) -> dict:
 def summarize_result(r: SweepResult) -> dict:
     """The summary of a SweepResult (as :func:`summarize_rows` gives for a results file)."""
     return _summary(Path(r.trace).name, r.params.get("trace_sha256"), r.heuristic, r.params.get("overhead_limit"),
-                    r.points, r.replays + r.reused)
+                    r.points, r.replays + r.reused, r.params.get("allocator", "bytes"))
 
 
 def summarize_rows(rows) -> list[dict]:
@@ -680,10 +701,11 @@ def summarize_rows(rows) -> list[dict]:
     for r in rows:
         if r.get("kind") != "dtr_replay":
             continue
-        g = (r.get("trace_sha256"), r.get("start"), r.get("heuristic"), r.get("overhead_limit"), r.get("seed", 0))
+        g = (r.get("trace_sha256"), r.get("start"), r.get("heuristic"), r.get("overhead_limit"), r.get("seed", 0),
+             r.get("allocator", "bytes"))
         groups.setdefault(g, []).append(r)
     out = []
-    for (sha, _start, h, limit, _seed), rs in groups.items():
+    for (sha, _start, h, limit, _seed, alloc), rs in groups.items():
         by_ratio: dict = {}
         for r in rs:
             by_ratio.setdefault(float(r["ratio"]), []).append(r)
@@ -695,7 +717,7 @@ def summarize_rows(rows) -> list[dict]:
                 o = "nondeterministic"
             points.append(Point(ratio, runs[0].get("budget"), o, clock, runs[0].get("peak"), runs[0].get("evictions"),
                                 len(runs), sum(float(x.get("wall_s") or 0.0) for x in runs)))
-        out.append(_summary(Path(str(rs[0].get("trace"))).name, sha, h, limit, points, len(rs)))
+        out.append(_summary(Path(str(rs[0].get("trace"))).name, sha, h, limit, points, len(rs), alloc))
     out.sort(key=lambda d: (d["trace"], d["heuristic"], str(d["overhead_limit"])))
     return out
 

@@ -1,0 +1,172 @@
+"""Dense DTR sweeps: replaying every sample vs sharing budget-equivalence intervals
+(section 62-dtr-dense).
+
+Part 1 (side by side, one process, same range): a dense 1e-4 scan of ``--side-range``
+of one trace with ``share=False`` (every sample replayed from the start: the protocol
+before intervals) and with ``share=True`` (a sample inside a finished replay's
+budget-equivalence interval takes its result); every sample of the two must agree
+(outcome, clock, peak, evictions), and the wall-time ratio is reported.
+
+Part 2: the full dense scan (default 0.1-1.0 at 1e-4, repeats 3) with sharing, per trace
+and heuristic: wall time, replays run, samples derived, holes; ``--verify N`` random
+samples per sweep re-run as independent replays and compared.
+
+Part 3 (optional, ``--allocator-speed``): the default bytes path vs the address-aware
+allocators on the same replays.
+
+    .venv/bin/python benchmarks/bench_dtr_dense.py [--traces resnet32] [--heuristics dtr,dtr-eqclass]
+        [--side-range 0.10,0.20] [--range 0.1,1.0] [--verify 200] [--no-write]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DATA = ROOT / ".." / "shared" / "data" / "dtr-traces"
+SECTION = ROOT / "benchmarks" / "sections" / "62-dtr-dense.md"
+
+from memsched.solvers.dtr.replay import replay, trace_baseline  # noqa: E402
+from memsched.solvers.dtr.sweep import _load, sweep  # noqa: E402
+
+
+def key(x):
+    return (x.outcome, x.clock, x.peak, x.evictions)
+
+
+def trace_path(name: str) -> Path:
+    hits = sorted(p for p in DATA.glob("*.log") if p.name.startswith(name))
+    if not hits:
+        raise SystemExit(f"no trace {name}* in {DATA}")
+    return hits[0]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--traces", default="resnet32")
+    ap.add_argument("--heuristics", default="dtr,dtr-eqclass")
+    ap.add_argument("--side-range", default="0.10,0.20")
+    ap.add_argument("--side-heuristic", default="dtr")
+    ap.add_argument("--range", default="0.1,1.0")
+    ap.add_argument("--resolution", type=float, default=1e-4)
+    ap.add_argument("--verify", type=int, default=200)
+    ap.add_argument("--allocator-speed", action="store_true")
+    ap.add_argument("--no-write", action="store_true")
+    a = ap.parse_args()
+    if not DATA.is_dir():
+        print(f"skip: {DATA} absent")
+        return 0
+    cmd = "  .venv/bin/python benchmarks/bench_dtr_dense.py " + " ".join(sys.argv[1:])
+    load = os.getloadavg()
+    lines = ["## DTR dense sweeps: budget-equivalence intervals", "",
+             "A replay reads its budget only through the tests `memory + need > budget` (before an operator "
+             "and in the eviction loop). The largest tested value <= budget (`eq_lo`) and the smallest tested "
+             "value > budget (`eq_hi`) bound an interval of budgets that answer every test alike, so every "
+             "budget in `[eq_lo, eq_hi)` runs the identical replay (docs/dtr.md). A dense sweep takes a sample "
+             "whose budget lies in a finished replay's interval from that replay (`derived`); determinism "
+             "repeats always run.", "",
+             f"Machine: 2 shared cores, heavily loaded by other helpers (load average at start "
+             f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}): absolute times are inflated; compare the ratios "
+             "(both sides ran in the same process, one after the other).", "", "Command:", "", cmd, ""]
+    # ---------------------------------------------------------------- part 1
+    t0name = a.traces.split(",")[0]
+    p = trace_path(t0name)
+    tr = _load(p)
+    trace_baseline(tr)
+    slo, shi = (float(x) for x in a.side_range.split(","))
+    h = a.side_heuristic
+    kw = dict(lo=slo, hi=shi, resolution=a.resolution, repeats=1, run_timeout=None)
+    t = time.perf_counter()
+    before = sweep(tr, h, share=False, **kw)
+    tb = time.perf_counter() - t
+    t = time.perf_counter()
+    after = sweep(tr, h, share=True, **kw)
+    ta = time.perf_counter() - t
+    same = [key(x) for x in before.points] == [key(x) for x in after.points]
+    assert same, "shared sweep differs from independent replays"
+    print(f"side by side {p.name} {h} [{slo}, {shi}]: before {tb:.1f} s ({before.replays} replays), "
+          f"after {ta:.1f} s ({after.replays} replays, {after.derived} derived), equal={same}", flush=True)
+    lines += ["### Side by side (one trace, one range, repeats 1)", "",
+              "| trace | heuristic | range | samples | before: replays | before: wall s | after: replays | "
+              "after: derived | after: wall s | speed-up | every sample equal |",
+              "|---|---|---|---|---|---|---|---|---|---|---|",
+              f"| {p.name[:24]} | {h} | {slo}-{shi} | {len(after.points)} | {before.replays} | {tb:.1f} | "
+              f"{after.replays} | {after.derived} | {ta:.1f} | {tb / ta:.1f}x | {'yes' if same else 'NO'} |", ""]
+    # ---------------------------------------------------------------- part 2
+    lo, hi = (float(x) for x in a.range.split(","))
+    rng = random.Random(0)
+    lines += [f"### Full dense scans ({lo}-{hi} at {a.resolution:g}, repeats 3, sharing on)", "",
+              "| trace | heuristic | samples | replays run | derived | wall s | smallest feasible | holes | "
+              "verified vs independent replays |", "|---|---|---|---|---|---|---|---|---|"]
+    holes_txt = []
+    for name in a.traces.split(","):
+        p = trace_path(name)
+        tr = _load(p)
+        trace_baseline(tr)
+        for h in a.heuristics.split(","):
+            t = time.perf_counter()
+            r = sweep(tr, h, lo=lo, hi=hi, resolution=a.resolution, repeats=3, run_timeout=None)
+            w = time.perf_counter() - t
+            pts = rng.sample(r.points, min(a.verify, len(r.points)))
+            bad = [x.ratio for x in pts if key(x) != key(replay(tr, x.ratio, heuristic=h))]
+            assert not bad, (p.name, h, bad[:5])
+            mf = r.min_feasible()
+            print(f"{p.name} {h}: {len(r.points)} samples, {r.replays} replays, {r.derived} derived, {w:.1f} s, "
+                  f"{len(r.holes)} holes, {len(pts)} verified", flush=True)
+            lines.append(f"| {p.name[:24]} | {h} | {len(r.points)} | {r.replays} | {r.derived} | {w:.1f} | "
+                         f"{'-' if mf is None else f'{mf:.4f}'} | {len(r.holes)} | {len(pts)} random, all equal |")
+            for hh in r.holes:
+                holes_txt.append(f"* {p.name[:24]} {h}: infeasible {hh.first:.4f}-{hh.last:.4f} "
+                                 f"({len(hh.ratios)} samples) between feasible {hh.feasible_below:.4f} and "
+                                 f"{hh.feasible_above:.4f}")
+    lines += [""] + (["Holes found:", ""] + holes_txt if holes_txt else ["No holes found."]) + [""]
+    # ---------------------------------------------------------------- part 3
+    if a.allocator_speed:
+        lines += allocator_speed(a)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if not a.no_write:
+        SECTION.write_text(text)
+        print(f"wrote {SECTION}")
+    return 0
+
+
+def allocator_speed(a) -> list[str]:
+    from memsched.solvers.dtr.allocator import AllocRuntime
+    from memsched.solvers.dtr.runtime import Runtime
+
+    p = trace_path(a.traces.split(",")[0])
+    tr = _load(p)
+    b = trace_baseline(tr)
+    lim = b["baseline_compute"] * 1.0
+    ratios = [0.2, 0.3, 0.5, 0.7, 0.9]
+    out = ["### Allocator modes: speed of the default bytes path", "",
+           "Same replays (dtr), best of 3 per mode, interleaved; `bytes` is the default (simrd-exact).", "",
+           "| mode | total wall s (5 ratios) | ratio to bytes | outcomes |", "|---|---|---|---|"]
+    res = {}
+    for mode in ("bytes", "best-fit", "first-fit", "caching"):
+        best, outs = None, None
+        for _ in range(3):
+            t = time.perf_counter()
+            o = []
+            for r in ratios:
+                bud = int(r * b["baseline_memory"])
+                rt = (Runtime(tr, bud, "dtr", remat_limit=lim) if mode == "bytes"
+                      else AllocRuntime(tr, bud, "dtr", remat_limit=lim, allocator=mode))
+                o.append(rt.run())
+            w = time.perf_counter() - t
+            best = w if best is None else min(best, w)
+            outs = o
+        res[mode] = (best, outs)
+    for mode, (w, o) in res.items():
+        out.append(f"| {mode} | {w:.2f} | {w / res['bytes'][0]:.2f} | {', '.join(o)} |")
+    return out + [""]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

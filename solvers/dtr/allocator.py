@@ -1,0 +1,352 @@
+"""Address-aware allocators under DTR (``--allocator``).
+
+The default DTR runtime (:class:`Runtime`, ``--allocator bytes``) counts bytes: an
+operator runs when ``memory + need <= budget``, exactly as simrd does. Real devices
+allocate contiguous blocks: a free total large enough may still hold no block of the
+size requested (fragmentation). :class:`AllocRuntime` replays a trace with an allocator
+model over an arena of ``budget`` bytes:
+
+* ``first-fit`` / ``best-fit``: one arena ``[0, budget)``; a request takes the lowest
+  free block that fits (first-fit) or the smallest one (best-fit, ties: lowest address),
+  is split, and freed blocks coalesce with free neighbours.
+* ``caching``: PyTorch's CUDA caching allocator rules (c10/cuda/CUDACachingAllocator,
+  modelled, not copied): request sizes rounded up to a multiple of 512 B (at least
+  512 B); requests up to 1 MiB come from the small pool, in 2 MiB segments; larger ones
+  from the large pool, in 20 MiB segments for requests under 10 MiB, else segments of the
+  request rounded up to 2 MiB; a block is found best-fit within its pool and split only
+  when the remainder is at least 512 B (small pool) or more than 1 MiB (large pool);
+  freed blocks coalesce within their segment and stay cached; a new segment is reserved
+  while the reserved total stays within the budget, else every fully free cached segment
+  is released (as ``empty_cache`` on an allocation failure) and the search retried.
+
+When the byte count fits but no block is found, the runtime evicts by its heuristic
+(the same choice as under byte pressure) and retries; when nothing is left to evict the
+run ends with outcome ``fragmentation`` and ``failure`` names the missing block: the
+request, the free total, the largest free block and the layout of the arena.
+"""
+from __future__ import annotations
+
+import bisect
+
+from memsched.formulations import MemschedError
+
+from .runtime import OOMError, Runtime, ThrashError
+
+__all__ = ["ALLOCATORS", "Arena", "CachingAllocator", "AllocRuntime", "FragmentationError", "make_allocator"]
+
+ALLOCATORS = ("bytes", "first-fit", "best-fit", "caching")
+
+KIB, MIB = 1024, 1024 * 1024
+
+
+class FragmentationError(Exception):
+    pass
+
+
+class Arena:
+    """``[0, capacity)`` with first-fit or best-fit placement and coalescing. Free blocks
+    are kept as a sorted list of addresses with their sizes."""
+
+    def __init__(self, capacity: int, policy: str = "best-fit"):
+        if policy not in ("first-fit", "best-fit"):
+            raise MemschedError(f"arena policy must be first-fit or best-fit, got {policy!r}")
+        self.capacity = capacity
+        self.policy = policy
+        self.free_addr: list[int] = [0] if capacity > 0 else []
+        self.free_size: dict[int, int] = {0: capacity} if capacity > 0 else {}
+        self.used: dict[int, int] = {}  # addr -> size
+
+    def alloc(self, size: int):
+        best = None
+        for a in self.free_addr:
+            s = self.free_size[a]
+            if s >= size:
+                if self.policy == "first-fit":
+                    best = a
+                    break
+                if best is None or s < self.free_size[best]:
+                    best = a
+        if best is None:
+            return None
+        s = self.free_size.pop(best)
+        i = bisect.bisect_left(self.free_addr, best)
+        del self.free_addr[i]
+        if s > size:
+            self.free_addr.insert(i, best + size)
+            self.free_size[best + size] = s - size
+        self.used[best] = size
+        return best
+
+    def free(self, addr) -> None:
+        size = self.used.pop(addr)
+        i = bisect.bisect_left(self.free_addr, addr)
+        # coalesce with the next free block, then with the previous one
+        if i < len(self.free_addr) and self.free_addr[i] == addr + size:
+            size += self.free_size.pop(self.free_addr[i])
+            del self.free_addr[i]
+        if i > 0 and self.free_addr[i - 1] + self.free_size[self.free_addr[i - 1]] == addr:
+            p = self.free_addr[i - 1]
+            self.free_size[p] += size
+        else:
+            self.free_addr.insert(i, addr)
+            self.free_size[addr] = size
+
+    def largest_free(self) -> int:
+        return max(self.free_size.values(), default=0)
+
+    def free_total(self) -> int:
+        return sum(self.free_size.values())
+
+    def layout(self) -> list[tuple[int, int, str]]:
+        """(address, size, 'used' | 'free') in address order."""
+        out = [(a, s, "used") for a, s in self.used.items()] + [(a, s, "free") for a, s in self.free_size.items()]
+        return sorted(out)
+
+
+def round_size(size: int) -> int:
+    """PyTorch's request rounding: a multiple of 512 B, at least 512 B."""
+    return max(512, -(-size // 512) * 512)
+
+
+class CachingAllocator:
+    """The caching allocator's rules over a reserve limit of ``capacity`` bytes (see the
+    module docstring). Blocks are ``(segment, offset)`` pairs."""
+
+    SMALL = 1 * MIB  # requests <= 1 MiB: small pool
+    SMALL_SEG = 2 * MIB
+    LARGE_SEG = 20 * MIB
+    MIN_LARGE_ALLOC = 10 * MIB
+    ROUND_LARGE = 2 * MIB
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.reserved = 0
+        self.segments: dict[int, dict] = {}  # id -> {"size", "small", "free": {off: size}, "used": {off: size}}
+        self._next = 0
+
+    def _segment_size(self, size: int) -> int:
+        if size <= self.SMALL:
+            return self.SMALL_SEG
+        if size < self.MIN_LARGE_ALLOC:
+            return self.LARGE_SEG
+        return -(-size // self.ROUND_LARGE) * self.ROUND_LARGE
+
+    def _find(self, size: int, small: bool):
+        best = None
+        for sid, seg in self.segments.items():
+            if seg["small"] != small:
+                continue
+            for off, s in seg["free"].items():
+                if s >= size and (best is None or s < best[2] or (s == best[2] and (sid, off) < best[:2])):
+                    best = (sid, off, s)
+        return best
+
+    def alloc(self, size: int):
+        size = round_size(size)
+        small = size <= self.SMALL
+        hit = self._find(size, small)
+        if hit is None:
+            ss = self._segment_size(size)
+            if self.reserved + ss > self.capacity:
+                self.release_cached()
+                if self.reserved + ss > self.capacity:
+                    return None
+            sid = self._next
+            self._next += 1
+            self.segments[sid] = {"size": ss, "small": small, "free": {0: ss}, "used": {}}
+            self.reserved += ss
+            hit = (sid, 0, ss)
+        sid, off, s = hit
+        seg = self.segments[sid]
+        del seg["free"][off]
+        rem = s - size
+        split = rem >= 512 if small else rem > self.SMALL
+        if split:
+            seg["free"][off + size] = rem
+            seg["used"][off] = size
+        else:
+            seg["used"][off] = s
+        return (sid, off)
+
+    def free(self, block) -> None:
+        sid, off = block
+        seg = self.segments[sid]
+        size = seg["used"].pop(off)
+        fr = seg["free"]
+        nxt = off + size
+        if nxt in fr:
+            size += fr.pop(nxt)
+        prev = next((o for o, s in fr.items() if o + s == off), None)
+        if prev is not None:
+            fr[prev] += size
+        else:
+            fr[off] = size
+
+    def release_cached(self) -> None:
+        for sid in [i for i, seg in self.segments.items() if not seg["used"]]:
+            self.reserved -= self.segments.pop(sid)["size"]
+
+    def largest_free(self) -> int:
+        cached = max((s for seg in self.segments.values() for s in seg["free"].values()), default=0)
+        return max(cached, self.capacity - self.reserved)
+
+    def free_total(self) -> int:
+        return self.capacity - self.reserved + sum(s for seg in self.segments.values() for s in seg["free"].values())
+
+    def layout(self) -> list[tuple]:
+        out = []
+        for sid, seg in sorted(self.segments.items()):
+            out += [(sid, o, s, "used") for o, s in seg["used"].items()]
+            out += [(sid, o, s, "free") for o, s in seg["free"].items()]
+        return sorted(out)
+
+
+def make_allocator(name: str, capacity: int):
+    if name in ("first-fit", "best-fit"):
+        return Arena(capacity, name)
+    if name == "caching":
+        return CachingAllocator(capacity)
+    raise MemschedError(f"--allocator: expected one of {', '.join(ALLOCATORS)}, got {name!r}")
+
+
+class AllocRuntime(Runtime):
+    """:class:`Runtime` with an address-aware allocator (``first-fit``, ``best-fit``,
+    ``caching``): every storage holds a block; an operator's results need blocks before it
+    runs (after the byte check of the base runtime); a request with no block evicts by the
+    heuristic and retries; with nothing left to evict the run's outcome is
+    ``fragmentation``."""
+
+    def __init__(self, trace, budget, heuristic: str = "dtr", *, allocator: str = "best-fit", **kw):
+        if kw.get("free_on_release") or kw.get("workspace") is not None:
+            raise MemschedError("address-aware allocators replay traces only (no graph workspace / inputs)")
+        super().__init__(trace, budget, heuristic, **kw)
+        self.allocator = allocator
+        self.alloc = make_allocator(allocator, budget)
+        self.st_block: dict[int, object] = {}
+        self.frag_evictions = 0  # evictions made because no block fitted (bytes would have fitted)
+
+    def run(self) -> str:
+        try:
+            return super().run()
+        except FragmentationError:
+            return "fragmentation"
+
+    def _compute(self, t: int, op: int, remat: bool) -> None:
+        o = self.trace.ops[op]
+        blocks = self._place(o, op)  # may evict: the siblings resident after it are the base's dup
+        dup = {u for u in self.t_sibs[t] if self.t_defined[u]}
+        Runtime._compute(self, t, op, remat)
+        for i, r in enumerate(o.results):
+            b = blocks[i]
+            if b is None:
+                continue
+            if r in dup:  # recomputed again next to a resident copy: freed at once
+                self.alloc.free(b)
+            else:
+                self.st_block[r] = b
+
+    def _place(self, o, op: int) -> list:
+        while True:
+            got = []
+            failed = None
+            for i, size in enumerate(o.sizes):
+                if size <= 0 or o.aliases[i] != -1:
+                    got.append(None)
+                    continue
+                b = self.alloc.alloc(size)
+                if b is None:
+                    failed = size
+                    break
+                got.append(b)
+            if failed is None:
+                return got
+            for b in got:
+                if b is not None:
+                    self.alloc.free(b)
+            if not self.pool:
+                owners = {b: s for s, b in self.st_block.items()}
+                lay = []
+                for e in self.alloc.layout():
+                    k = e[0] if len(e) == 3 else (e[0], e[1])
+                    lay.append(list(e) + [owners.get(k) if e[-1] == "used" else None])
+                self.failure = {"kind": "fragmentation", "op": op, "allocator": self.allocator,
+                                "requested": failed, "request_sizes": list(o.sizes), "memory": self.memory,
+                                "budget": self.budget, "free_total": self.alloc.free_total(),
+                                "largest_free": self.alloc.largest_free(), "clock": self.clock, "pos": self.pos,
+                                "layout": lay}
+                self.stack_at_failure = list(self.mstack)
+                raise FragmentationError()
+            self.frag_evictions += 1
+            self._evict(self._choose(), "fragmentation")
+
+    def _evict(self, s: int, why: str) -> None:
+        b = self.st_block.pop(s, None)
+        if b is not None:
+            self.alloc.free(b)
+        Runtime._evict(self, s, why)
+
+
+def explain_fragmentation(failure: dict, trace=None) -> str:
+    """One paragraph: the block that was missing and the resident storages that split the
+    free space (every resident block is unevictable at that point: locked operands of the
+    operator or pinned storages, since the run evicted until nothing was left)."""
+    f = failure
+    lay = f["layout"]
+    free = [e for e in lay if e[-2] == "free"]
+    used = [e for e in lay if e[-2] == "used"]
+
+    def name(s):
+        if s is None:
+            return "?"
+        if trace is None:
+            return f"storage {s}"
+        return f"{trace.tensor_names[s] if s < len(trace.tensor_names) else s} ({f'{trace.ops[trace.tensor_op[s]].name}'})"
+
+    where = "segments" if f.get("allocator") == "caching" else "arena"
+    head = (f"no free block of {f['requested']} bytes ({f.get('allocator')}): {f['free_total']} bytes free "
+            f"in {len(free)} block(s), the largest {f['largest_free']} bytes, although bytes fit "
+            f"(memory {f['memory']} + request {sum(f['request_sizes'])} <= budget {f['budget']}); ")
+    parts = [f"{where} layout (address, size, state[, owner]):"]
+    for e in lay[:40]:
+        addr = e[0] if len(e) == 4 else f"seg{e[0]}+{e[1]}"
+        parts.append(f"  {addr} {e[-3]} {e[-2]}" + (f" {name(e[-1])}" if e[-2] == "used" else ""))
+    if len(lay) > 40:
+        parts.append(f"  ... {len(lay) - 40} more")
+    return head + f"the free space is split by {len(used)} resident unevictable block(s)\n" + "\n".join(parts)
+
+
+def replay_alloc(trace, ratio=None, *, budget=None, heuristic="dtr", allocator="best-fit", overhead_limit=2.0,
+                 seed=0, timeout=None, record=False):
+    """:func:`replay` under an allocator model (``bytes``: the plain runtime)."""
+    import time
+
+    from .replay import ReplayResult, budget_for, load_trace, trace_baseline
+    from .runtime import canonical_heuristic
+
+    if allocator not in ALLOCATORS:
+        raise MemschedError(f"--allocator: expected one of {', '.join(ALLOCATORS)}, got {allocator!r}")
+    tr = load_trace(trace)
+    h = canonical_heuristic(heuristic)
+    b = trace_baseline(tr)
+    if budget is None:
+        if ratio is None or not ratio > 0:
+            raise MemschedError("replay: give a positive ratio or a budget")
+        budget = budget_for(tr, ratio)
+    limit = b["baseline_compute"] * (overhead_limit - 1)
+    t0 = time.perf_counter()
+    kw = dict(remat_limit=limit, record=record, seed=seed, deadline=None if timeout is None else t0 + timeout)
+    rt = Runtime(tr, budget, h, **kw) if allocator == "bytes" else AllocRuntime(tr, budget, h, allocator=allocator,
+                                                                                **kw)
+    try:
+        out = rt.run()
+    except TimeoutError:
+        out = "unresolved"
+    return ReplayResult(outcome=out, clock=rt.clock, peak=rt.peak, evictions=rt.evictions,
+                        baseline_memory=b["baseline_memory"], baseline_compute=b["baseline_compute"],
+                        budget=budget, wall_s=time.perf_counter() - t0, heuristic=h, ratio=ratio,
+                        eager_evictions=rt.eager_evictions, remat_compute=rt.remat_compute,
+                        recomputations=rt.remat_count, overhead_limit=overhead_limit, failure=rt.failure,
+                        runtime=rt)
+
+
+_ = (OOMError, ThrashError)  # the base runtime's outcomes pass through run()
