@@ -15,7 +15,9 @@ Part 3 (optional, ``--allocator-speed``): the default bytes path vs the address-
 allocators on the same replays.
 
     .venv/bin/python benchmarks/bench_dtr_dense.py [--traces resnet32] [--heuristics dtr,dtr-eqclass]
-        [--side-range 0.10,0.20] [--range 0.1,1.0] [--verify 200] [--no-write]
+        [--side-range 0.10,0.20] [--range 0.1,1.0] [--verify 200] [--allocator-speed] [--no-write]
+    .venv/bin/python benchmarks/bench_dtr_dense.py --runtime-speed 306d4dc [--traces resnet32,lstm]
+        (appends the bytes-path table: the runtime before vs after the interval bookkeeping)
 """
 from __future__ import annotations
 
@@ -168,5 +170,79 @@ def allocator_speed(a) -> list[str]:
     return out + [""]
 
 
+RT_MARK = "### Bytes path: runtime before vs after the budget-interval bookkeeping"
+
+
+def runtime_speed(rev: str, traces: str, heuristics: str) -> list[str]:
+    """The runtime at ``rev`` (before eq_lo / eq_hi) vs the working tree's, same replays,
+    interleaved, best of 3 per ratio."""
+    import importlib.util
+    import subprocess
+    import tempfile
+
+    from memsched.solvers.dtr import runtime as new_rt
+
+    src = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:solvers/dtr/runtime.py"], check=True,
+                         capture_output=True, text=True).stdout
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location("old_dtr_runtime", f.name)
+    old_rt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(old_rt)
+    os.unlink(f.name)
+    out = [RT_MARK, "", f"Same replays, interleaved (old, new), best of 3 each; old = solvers/dtr/runtime.py at {rev}.",
+           "", "| trace | heuristic | ratios | old s | new s | new / old | identical results |",
+           "|---|---|---|---|---|---|---|"]
+    ratios = [0.15, 0.3, 0.5, 0.7, 0.9]
+    for name in traces.split(","):
+        tr = _load(trace_path(name))
+        b = trace_baseline(tr)
+        lim = b["baseline_compute"] * 1.0
+        for h in heuristics.split(","):
+            t_old = t_new = 0.0
+            same = True
+            for r in ratios:
+                bud = int(r * b["baseline_memory"])
+                bo = bn = None
+                for _ in range(3):
+                    t = time.perf_counter()
+                    ro = old_rt.Runtime(tr, bud, h, remat_limit=lim)
+                    oo = ro.run()
+                    w = time.perf_counter() - t
+                    bo = w if bo is None else min(bo, w)
+                    t = time.perf_counter()
+                    rn = new_rt.Runtime(tr, bud, h, remat_limit=lim)
+                    on = rn.run()
+                    w = time.perf_counter() - t
+                    bn = w if bn is None else min(bn, w)
+                    same &= (oo, ro.clock, ro.peak, ro.evictions) == (on, rn.clock, rn.peak, rn.evictions)
+                t_old += bo
+                t_new += bn
+            print(f"runtime speed {name} {h}: old {t_old:.2f} s new {t_new:.2f} s", flush=True)
+            out.append(f"| {name} | {h} | {len(ratios)} | {t_old:.2f} | {t_new:.2f} | {t_new / t_old:.2f} | "
+                       f"{'yes' if same else 'NO'} |")
+    return out + [""]
+
+
+def runtime_speed_main(argv) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runtime-speed", required=True, metavar="REV")
+    ap.add_argument("--traces", default="resnet32")
+    ap.add_argument("--heuristics", default="dtr,dtr-eqclass")
+    ap.add_argument("--no-write", action="store_true")
+    a = ap.parse_args(argv)
+    block = "\n".join(runtime_speed(a.runtime_speed, a.traces, a.heuristics))
+    block += "\nCommand:\n\n  .venv/bin/python benchmarks/bench_dtr_dense.py " + " ".join(argv) + "\n"
+    print(block)
+    if not a.no_write:
+        text = SECTION.read_text() if SECTION.exists() else ""
+        if RT_MARK in text:
+            text = text[:text.index(RT_MARK)]
+        SECTION.write_text(text.rstrip("\n") + "\n\n" + block)
+    return 0
+
+
 if __name__ == "__main__":
+    if any(x.startswith("--runtime-speed") for x in sys.argv[1:]):
+        raise SystemExit(runtime_speed_main(sys.argv[1:]))
     raise SystemExit(main())

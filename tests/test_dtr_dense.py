@@ -110,3 +110,37 @@ def test_shared_sweep_equals_independent_replays(h):
         assert off.derived == 0 and off.replays == len(off.points)
         assert [(p.ratio, p.outcome, p.clock) for p in off.points] == [(p.ratio, p.outcome, p.clock)
                                                                      for p in res.points]
+
+
+def test_explain_shortfall_and_single_pin_search():
+    """The hole of HOLE_TRACE (0.582 thrashes, 0.578 is feasible): the shortfall at the
+    first divergence is recomputed from the recorded runs, and every rescue of the
+    single-pin search (and a non-rescue) is checked by an independent pinned replay."""
+    from memsched.solvers.dtr.explain import explain, format_explanation
+
+    tr = random_trace(**HOLE_TRACE)
+    d = explain(tr, 0.582, 0.578)
+    dv = d["first_divergence"]
+    bf, bg = d["failing"]["budget"], d["feasible"]["budget"]
+    shorts = [x for x in (dv["failing_shortfall"], dv["feasible_shortfall"]) if x]
+    assert shorts
+    for sh in shorts:
+        assert sh["short_bytes"] == sh["memory_before"] + sh["need_bytes"] - sh["budget"] > 0
+        other = bg if sh["budget"] == bf else bf
+        assert sh["other_budget_room"] == other - sh["memory_before"] - sh["need_bytes"]
+    # the smaller budget is short by at most the budget difference where the larger one fits
+    sg = dv["feasible_shortfall"]
+    assert sg is not None and 0 < sg["short_bytes"] <= bf - bg and sg["other_budget_room"] >= 0
+    ps = d["pin_search"]
+    assert ps["tried"] == ps["candidates"] > 0 and ps["stopped"] is None
+    rf = replay(tr, 0.582, record=True).runtime
+    ev = [e[1] for e in rf.events if e[0] == "evict"][dv["eviction_index"]:]
+    assert [r["tensor_id"] for r in ps["tries"]] == [rf.st_tensors[s][0] for s in dict.fromkeys(ev)]
+    assert ps["rescues"] and ps["smallest"] == min(ps["rescues"], key=lambda r: (r["bytes"], r["tensor_id"]))
+    for r in ps["rescues"][:5]:
+        assert replay(tr, 0.582, pin=[r["tensor_id"]]).outcome == "ok"
+    fails = [r for r in ps["tries"] if r["outcome"] != "ok"]
+    for r in fails[:3]:
+        assert replay(tr, 0.582, pin=[r["tensor_id"]]).outcome == r["outcome"] != "ok"
+    text = format_explanation(d)
+    assert "smallest rescue: pin" in text and "B short placing" in text

@@ -9,6 +9,13 @@
 * the recomputation cascade at the failure: the chain of tensors being materialized
   (outermost first), and for each rematerialized tensor when and why its storage was
   evicted;
+* the shortfall at the first divergence: for each run's divergent eviction made under
+  pressure, the bytes it lacked for the operator being placed (memory before the
+  eviction + the operator's bytes - its budget), and the room the other budget had;
+* a systematic single-pin search: every storage the failing run evicted between the first
+  divergence and the failure (distinct, in order; at most ``max_pins``) is pinned alone
+  and the failing budget replayed; the rescues (outcome ok) are reported, the smallest
+  (fewest bytes pinned) first;
 * an intervention: replay the failing budget again with the tensors whose eviction
   started the cascade pinned (never evictable once computed) and report the outcome;
   if that does not help, pin every tensor of the cascade.
@@ -33,8 +40,58 @@ def _storage_desc(rt, s):
             "bytes": rt.st_size[s], "compute": rt.st_comp[s]}
 
 
+def _shortfall(rt, k: int):
+    """For the ``k``-th eviction of ``rt`` made under pressure: (operator placed, its bytes,
+    memory before the eviction, bytes short = memory + need - budget); None for an eager
+    eviction. The operator is the first one computed after the eviction (the runtime
+    evicts right before computing the operator that needs the room)."""
+    idx = [i for i, e in enumerate(rt.events) if e[0] == "evict"][k]
+    e = rt.events[idx]
+    if e[2] not in ("pressure", "fragmentation"):
+        return None
+    op = next((x[1] for x in rt.events[idx + 1:] if x[0] == "compute"), None)
+    if op is None:
+        op = (rt.failure or {}).get("op")
+    if op is None:
+        return None
+    need = rt.o_total[op]
+    before = e[5] + rt.st_size[e[1]]
+    return {"op": rt.trace.ops[op].name, "need_bytes": need, "memory_before": before,
+            "short_bytes": before + need - rt.budget, "budget": rt.budget}
+
+
+def search_pins(trace, budget: float, heuristic: str, overhead_limit: float, candidates, *,
+                max_pins: int = 100, time_limit: float | None = 120.0) -> dict:
+    """Replay ratio ``budget`` with each tensor of ``candidates`` pinned alone (in order, at
+    most ``max_pins``, until ``time_limit`` seconds); returns the tries and the rescues
+    (outcome ok), smallest pinned bytes first."""
+    import time
+
+    tr = load_trace(trace)
+    t0 = time.perf_counter()
+    tries, rescues = [], []
+    stopped = None
+    for i, (t, nbytes) in enumerate(candidates):
+        if i >= max_pins:
+            stopped = f"max_pins={max_pins}"
+            break
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            stopped = f"time_limit={time_limit}s"
+            break
+        r = replay(tr, budget, heuristic=heuristic, overhead_limit=overhead_limit, pin=[t])
+        d = {"tensor": tr.tensor_names[t], "tensor_id": t, "bytes": nbytes, "outcome": r.outcome,
+             "clock": r.clock, "evictions": r.evictions}
+        tries.append(d)
+        if r.outcome == "ok":
+            rescues.append(d)
+    rescues.sort(key=lambda d: (d["bytes"], d["tensor_id"]))
+    return {"candidates": len(candidates), "tried": len(tries), "stopped": stopped, "tries": tries,
+            "rescues": rescues, "smallest": rescues[0] if rescues else None,
+            "wall_s": round(time.perf_counter() - t0, 3)}
+
+
 def explain(trace, budget: float, vs: float, heuristic: str = "dtr", overhead_limit: float = 2.0,
-            *, intervene: bool = True) -> dict:
+            *, intervene: bool = True, max_pins: int = 100, pin_time_limit: float | None = 120.0) -> dict:
     """Explain why ratio ``budget`` fails while the smaller ratio ``vs`` succeeds."""
     tr = load_trace(trace)
     fail = replay(tr, budget, heuristic=heuristic, overhead_limit=overhead_limit, record=True)
@@ -71,10 +128,18 @@ def explain(trace, budget: float, vs: float, heuristic: str = "dtr", overhead_li
         first = None
         if fa and fb and fa["schedule_pos"] != fb["schedule_pos"]:
             first = "failing" if fa["schedule_pos"] < fb["schedule_pos"] else "feasible"
+        sf = _shortfall(rf, div) if div < len(ef) else None
+        sg = _shortfall(rg, div) if div < len(eg) else None
+        for mine, other, rt_other in ((sf, sg, rg), (sg, sf, rf)):
+            if mine is not None:
+                # the same state, the other budget: room left (negative: also short)
+                mine["other_budget_room"] = rt_other.budget - (mine["memory_before"] + mine["need_bytes"])
         out["first_divergence"] = {
             "eviction_index": div,
             "failing_run": fa,
             "feasible_run": fb,
+            "failing_shortfall": sf,
+            "feasible_shortfall": sg,
             "common_evictions_before": div,
             # when the two evictions happen at different points, the run that evicts earlier
             # is the one that decided differently (the other did not need to evict there)
@@ -134,6 +199,16 @@ def explain(trace, budget: float, vs: float, heuristic: str = "dtr", overhead_li
         kind, x = tr.schedule[deepest[7]]
         out["deepest_cascade"] = {"depth": deepest[3], "clock": deepest[4],
                                   "while": ops[x].name if kind == 0 else f"pin of {tr.tensor_names[x]}"}
+    # ------------------------------------------------------------- single-pin search
+    if intervene and div is not None:
+        seen, cands = set(), []
+        for e in ef[div:]:
+            s_ = e[1]
+            if s_ not in seen and rf.st_tensors[s_]:
+                seen.add(s_)
+                cands.append((rf.st_tensors[s_][0], rf.st_size[s_]))
+        out["pin_search"] = search_pins(tr, budget, heuristic, overhead_limit, cands, max_pins=max_pins,
+                                        time_limit=pin_time_limit)
     # ------------------------------------------------------------- intervention
     if intervene:
         roots = [t for t, remat in stack if remat][:1]
@@ -176,6 +251,13 @@ def format_explanation(d: dict) -> str:
             else:
                 L.append(f"  {k}: evicts {s['tensor']} ({s['bytes']} B, compute {s['compute']}) [{s['reason']}] "
                          f"while {s['while']} at clock {s['clock']}, cascade depth {s['cascade_depth']}")
+        for k in ("failing_shortfall", "feasible_shortfall"):
+            sh = dv.get(k)
+            if sh:
+                room = sh["other_budget_room"]
+                L.append(f"  {k.split('_')[0]} run at budget {sh['budget']}: {sh['short_bytes']} B short placing "
+                         f"{sh['op']} ({sh['need_bytes']} B, {sh['memory_before']} B in use); the other budget "
+                         + (f"had {room} B to spare there" if room >= 0 else f"was {-room} B short too"))
         if dv.get("earlier_run"):
             L.append(f"  -> the {dv['earlier_run']} run evicts first; the other run has room there and evicts "
                      f"later (its next eviction is the one listed)")
@@ -206,6 +288,18 @@ def format_explanation(d: dict) -> str:
     if d.get("deepest_cascade"):
         dc = d["deepest_cascade"]
         L.append(f"deepest cascade in the failing run: depth {dc['depth']} while {dc['while']} at clock {dc['clock']}")
+    ps = d.get("pin_search")
+    if ps:
+        stop = f", stopped at {ps['stopped']}" if ps["stopped"] else ""
+        L.append(f"single-pin search: {ps['tried']} of {ps['candidates']} storages evicted between the divergence "
+                 f"and the failure pinned one at a time{stop}: {len(ps['rescues'])} rescue(s)")
+        if ps["smallest"]:
+            sm = ps["smallest"]
+            L.append(f"  smallest rescue: pin {sm['tensor']} ({sm['bytes']} B) -> ok (clock {sm['clock']}, "
+                     f"evictions {sm['evictions']})")
+            more = [r["tensor"] for r in ps["rescues"][1:8]]
+            if more:
+                L.append(f"  other rescues: {', '.join(more)}{' ...' if len(ps['rescues']) > 8 else ''}")
     for it in d.get("intervention", []):
         L.append(f"intervention: pin {', '.join(it['pinned'][:8])}{' ...' if len(it['pinned']) > 8 else ''} "
                  f"({it['what']}) -> {it['outcome']} (clock {it['clock']}, evictions {it['evictions']})")
