@@ -671,6 +671,8 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
         tried += 1
         cases = []
         for first, second in ((u, v), (v, u)):
+            if cases and out_of_time():  # the pair is left unfinished: no claim from it
+                break
             a1 = ts.trap(second, extra_in=1 << first)
             if a1 is None:
                 cases.append(None)
