@@ -59,7 +59,7 @@ def main(argv=None) -> int:
                 tr = parse_trace(path)
             n, b = compare_record(rec, tr, evseq=hdr["part"] == "small")
             rows += n
-            traces += 1
+            traces += n > 0
             bad += b
             outc += _outcomes(rec)
             print(f"{f:28s} {rec['trace'][:40]:40s} rows {n:5d} mismatches {len(b)}", flush=True)
