@@ -18,6 +18,8 @@ allocators on the same replays.
         [--side-range 0.10,0.20] [--range 0.1,1.0] [--verify 200] [--allocator-speed] [--no-write]
     .venv/bin/python benchmarks/bench_dtr_dense.py --runtime-speed 306d4dc [--traces resnet32,lstm]
         (appends the bytes-path table: the runtime before vs after the interval bookkeeping)
+    .venv/bin/python benchmarks/bench_dtr_dense.py --allocator-sweeps [--traces resnet32] [--step 0.01]
+        (appends smallest feasible budget and holes per allocator mode)
 """
 from __future__ import annotations
 
@@ -224,6 +226,66 @@ def runtime_speed(rev: str, traces: str, heuristics: str) -> list[str]:
     return out + [""]
 
 
+AL_MARK = "### Allocator modes: smallest feasible budget and holes"
+
+
+def allocator_sweeps(traces: str, heuristic: str, step: float, resolution: float) -> list[str]:
+    """A ``--step`` sweep (coarse grid, change intervals scanned at ``resolution``) per
+    allocator mode; the smallest feasible ratio and the holes seen by that sampling."""
+    from memsched.solvers.dtr.allocator import ALLOCATORS
+
+    out = [AL_MARK, "",
+           f"Heuristic {heuristic}; sampling: a quick-look sweep (`--step {step}`, change intervals scanned at "
+           f"{resolution:g}, repeats 2), not a dense scan: address-aware runs get no interval sharing, so a dense "
+           "scan per mode did not fit this session. Holes between equal coarse outcomes can be missed here.", "",
+           "| trace | allocator | samples | wall s | smallest feasible | vs bytes | holes | fragmentation samples |",
+           "|---|---|---|---|---|---|---|---|"]
+    for name in traces.split(","):
+        tr = _load(trace_path(name))
+        trace_baseline(tr)
+        mf_bytes = None
+        for al in ALLOCATORS:
+            t = time.perf_counter()
+            r = sweep(tr, heuristic, lo=0.1, hi=1.0, step=step, resolution=resolution, repeats=2, run_timeout=None,
+                      allocator=al)
+            w = time.perf_counter() - t
+            mf = r.min_feasible()
+            if al == "bytes":
+                mf_bytes = mf
+            rise = "-" if mf is None or mf_bytes is None else f"{mf - mf_bytes:+.4f}"
+            nfrag = sum(1 for p in r.points if p.outcome == "fragmentation")
+            print(f"allocator {name} {al}: min feasible {mf}, {len(r.holes)} holes, {w:.1f} s", flush=True)
+            out.append(f"| {name} | {al} | {len(r.points)} | {w:.1f} | {'-' if mf is None else f'{mf:.4f}'} | "
+                       f"{rise} | {len(r.holes)} | {nfrag} |")
+    return out + [""]
+
+
+def _append_block(mark: str, block: str) -> None:
+    text = SECTION.read_text() if SECTION.exists() else ""
+    if mark in text:
+        i = text.index(mark)
+        j = text.find("\n### ", i + len(mark))
+        text = text[:i] + (text[j + 1:] if j != -1 else "")
+    SECTION.write_text(text.rstrip("\n") + "\n\n" + block)
+
+
+def allocator_sweeps_main(argv) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--allocator-sweeps", action="store_true")
+    ap.add_argument("--traces", default="resnet32")
+    ap.add_argument("--heuristic", default="dtr")
+    ap.add_argument("--step", type=float, default=0.01)
+    ap.add_argument("--resolution", type=float, default=1e-3)
+    ap.add_argument("--no-write", action="store_true")
+    a = ap.parse_args(argv)
+    block = "\n".join(allocator_sweeps(a.traces, a.heuristic, a.step, a.resolution))
+    block += "\nCommand:\n\n  .venv/bin/python benchmarks/bench_dtr_dense.py " + " ".join(argv) + "\n"
+    print(block)
+    if not a.no_write:
+        _append_block(AL_MARK, block)
+    return 0
+
+
 def runtime_speed_main(argv) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runtime-speed", required=True, metavar="REV")
@@ -235,14 +297,13 @@ def runtime_speed_main(argv) -> int:
     block += "\nCommand:\n\n  .venv/bin/python benchmarks/bench_dtr_dense.py " + " ".join(argv) + "\n"
     print(block)
     if not a.no_write:
-        text = SECTION.read_text() if SECTION.exists() else ""
-        if RT_MARK in text:
-            text = text[:text.index(RT_MARK)]
-        SECTION.write_text(text.rstrip("\n") + "\n\n" + block)
+        _append_block(RT_MARK, block)
     return 0
 
 
 if __name__ == "__main__":
+    if "--allocator-sweeps" in sys.argv[1:]:
+        raise SystemExit(allocator_sweeps_main(sys.argv[1:]))
     if any(x.startswith("--runtime-speed") for x in sys.argv[1:]):
         raise SystemExit(runtime_speed_main(sys.argv[1:]))
     raise SystemExit(main())

@@ -144,3 +144,28 @@ def test_explain_shortfall_and_single_pin_search():
         assert replay(tr, 0.582, pin=[r["tensor_id"]]).outcome == r["outcome"] != "ok"
     text = format_explanation(d)
     assert "smallest rescue: pin" in text and "B short placing" in text
+
+
+def test_dense_results_file_resume_and_report(tmp_path):
+    """Derived samples are rows of the results file (status 'derived', with the interval);
+    a resumed sweep replays nothing and reports the same map; the report counts only real
+    replays."""
+    from memsched.solvers.dtr.sweep import report_rows, summarize_rows
+    from memsched.solvers.pool.store import read_rows
+
+    tr = random_trace(**HOLE_TRACE)
+    out = tmp_path / "r.jsonl"
+    kw = dict(lo=0.5, hi=0.7, resolution=0.002, repeats=2, run_timeout=None)
+    a = sweep(tr, "dtr", results=out, **kw)
+    rows = read_rows(out)
+    der = [r for r in rows if r.get("status") == "derived"]
+    assert len(rows) == a.replays + a.derived and len(der) == a.derived > 0
+    for r in der:
+        lo, hi = r["derived_from"]
+        assert lo <= r["budget"] and (hi is None or r["budget"] <= hi)
+    b = sweep(tr, "dtr", results=out, resume=True, **kw)
+    assert b.replays == 0 and [(p.ratio, p.outcome, p.clock, p.runs) for p in b.points] == \
+           [(p.ratio, p.outcome, p.clock, p.runs) for p in a.points]
+    s = summarize_rows(rows)
+    assert len(s) == 1 and s[0]["replays"] == a.replays and s[0]["samples"] == len(a.points)
+    assert "hole" in report_rows(rows)

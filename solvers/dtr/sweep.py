@@ -717,7 +717,8 @@ def summarize_rows(rows) -> list[dict]:
                 o = "nondeterministic"
             points.append(Point(ratio, runs[0].get("budget"), o, clock, runs[0].get("peak"), runs[0].get("evictions"),
                                 len(runs), sum(float(x.get("wall_s") or 0.0) for x in runs)))
-        out.append(_summary(Path(str(rs[0].get("trace"))).name, sha, h, limit, points, len(rs), alloc))
+        out.append(_summary(Path(str(rs[0].get("trace"))).name, sha, h, limit, points,
+                            sum(1 for r in rs if r.get("status") != "derived"), alloc))
     out.sort(key=lambda d: (d["trace"], d["heuristic"], str(d["overhead_limit"])))
     return out
 
