@@ -146,7 +146,7 @@ def merge(parts: list[dict]) -> dict:
             "crashes": [x for d in parts for x in d["crashes"]]}
 
 
-def section(data, cmd: str) -> str:
+def section(data, cmd: str, note: str = "") -> str:
     calls = collections.defaultdict(lambda: collections.Counter())
     for row in data["calls"]:
         calls[row["method"]][row["cap"]] += row["calls"]
@@ -166,6 +166,7 @@ def section(data, cmd: str) -> str:
              "called on it; sp-knapsack answers only on its class (\"not applicable\" otherwise). Every "
              f"{10}th instance also judges the exact ordering solver and every ordering lower bound against the "
              "optimal order peak.",
+             *(["", note] if note else []),
              "", f"Wall time {data['wall_s']} s (summed over runs; the machine was shared, runs at nice 19). Command:", "", "```", cmd, "```", "",
              "| method | cap 0 | cap 1 | cap 2 | unbounded | calls | not applicable | disagreements | crashes |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -207,6 +208,7 @@ def main(argv=None):
     ap.add_argument("--section", type=Path, default=ROOT / "benchmarks" / "sections" / "15-referee.md")
     ap.add_argument("--merge", type=Path, nargs="+", metavar="JSON",
                     help="combine the results files of runs over disjoint seed ranges (--start) and write the section")
+    ap.add_argument("--note", default="", help="a paragraph for the section (e.g. what the runs measured)")
     a = ap.parse_args(argv)
     if a.merge:
         data = merge([json.loads(p.read_text()) for p in a.merge])
@@ -216,13 +218,13 @@ def main(argv=None):
                         f"{' --all-pairs' if d['all_pairs'] else ''} --json {p}" for d, p in
                         zip([json.loads(p.read_text()) for p in a.merge], a.merge))
         cmd += "\n.venv/bin/python benchmarks/bench_referee.py --merge " + " ".join(str(p) for p in a.merge)
-        a.section.write_text(section(data, cmd))
+        a.section.write_text(section(data, cmd, a.note))
         print(f"{data['instances']} instances, {len(data['disagreements'])} disagreements, {len(data['crashes'])} crashes")
         return 1 if data["disagreements"] or data["crashes"] else 0
     data = run(a.n, a.start, a.all_pairs, a.order_every, a.time_limit, a.log_every, a.json)
     cmd = ".venv/bin/python benchmarks/bench_referee.py --n {}{} --time-limit {:g}{}".format(
         a.n, f" --start {a.start}" if a.start else "", a.time_limit, " --all-pairs" if a.all_pairs else "")
-    a.section.write_text(section(data, cmd))
+    a.section.write_text(section(data, cmd, a.note))
     print(f"{data['instances']} instances, {len(data['disagreements'])} disagreements, {len(data['crashes'])} crashes, "
           f"{data['wall_s']} s -> {a.section}")
     return 1 if data["disagreements"] or data["crashes"] else 0
