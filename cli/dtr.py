@@ -160,6 +160,8 @@ def _print_sweep(res) -> None:
     reused = f" ({res.reused} replays reused from the results file)" if res.reused else ""
     print(f"trace {res.trace}  heuristic {res.heuristic}  {len(res.points)} ratios sampled in {res.wall_s:.1f} s{reused}")
     print(f"baseline memory {_fmt_value('baseline_memory', res.baseline_memory)}")
+    if res.params.get("allocator", "bytes") != "bytes":
+        print(f"allocator {res.params['allocator']} (address-aware; outcome fragmentation: no block fitted)")
     if res.params.get("sampling"):
         print(f"sampling: {res.params['sampling']}")
     print(f"outcomes: {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}")
