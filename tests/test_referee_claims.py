@@ -85,6 +85,24 @@ def test_baselines_claim_nothing_false(method, inst):
             judge(g, B, method, cap, order, truth)
 
 
+@pytest.mark.parametrize("method", ("milp", "width-dp", "cp"))
+@settings(max_examples=25, **SET)
+@given(g=tiny_graphs(max_ops=7))
+def test_where_the_given_order_binds(method, g):
+    """The bug class of issue 13: budgets at which a free order fits without recomputation
+    but the given order does not. A stage-class method must not call its class answer
+    optimal or infeasible for the free-order problem."""
+    opt, _ = order_peak(g)
+    given_pk = evaluate(g, Schedule.from_order(g, g.given_order())).peak
+    if not (2 <= opt < given_pk):
+        return
+    truth = Truth(g, opt)
+    assert truth("free", 0).compute == pytest.approx(g.total_cost())
+    for cap in CAPS:
+        for order in ORDERS:
+            judge(g, opt, method, cap, order, truth)
+
+
 # ------------------------------------------------------------- regression examples (issue 13)
 def _g(nodes, edges, order):
     return Graph.from_single_output(nodes, edges, order=order)
