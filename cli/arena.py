@@ -13,7 +13,7 @@ from pathlib import Path
 from memsched.cli.fmt import emit_json, fmt_bytes, table
 from memsched.formulations import MemschedError
 
-__all__ = ["add_parser", "cmd_arena", "load_buffers", "placement_figure"]
+__all__ = ["add_parsers", "cmd_arena", "load_buffers", "placement_figure"]
 
 
 def _is_csv(path: str) -> bool:
@@ -55,10 +55,11 @@ def load_buffers(args):
         if getattr(args, "schedule", None) or (getattr(args, "method", None) not in (None, "given")):
             raise MemschedError(f"{args.input}: a CSV buffer list takes no schedule or --method")
         return read_arena_csv(args.input), f"buffer list {args.input}", None
-    from memsched.cli.run import _load, _schedule
+    from memsched.cli.options import load_graph
+    from memsched.cli.run import _schedule
     from memsched.formulations import evaluate
 
-    g = _load(args.input)
+    g = load_graph(args.input)
     sched, what = _schedule(args, g)
     return graph_buffers(g, sched), f"{args.input}, {what}", evaluate(g, sched).peak
 
@@ -95,7 +96,7 @@ def placement_figure(res, title: str = ""):
     return fig
 
 
-def add_parser(sub) -> None:
+def add_parsers(sub) -> None:
     s = sub.add_parser("arena", help="plan tensor offsets in one static arena (exact, anytime)",
                        description="Place every buffer at a byte offset so that buffers live at the same time never "
                                    "overlap; minimize the arena, or fit --capacity. INPUT: a MiniMalloc CSV "

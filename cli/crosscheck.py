@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from memsched.cli.fmt import fmt_bytes, table
+from memsched.cli.options import BUDGET_HELP, ORDER_HELP, graph_parent, json_parent, positive_float, ratio_or_bytes
 from memsched.formulations import evaluate
 from memsched.solvers.crosscheck import CrosscheckReport, Row, crosscheck
 
@@ -133,7 +134,7 @@ def cli(args) -> int:
         check_plot(args.plot)
     g = load_graph(args.graph)
     quiet = args.json
-    from memsched.cli.main import interrupted
+    from memsched.cli.interrupts import interrupted
 
     def progress(line):
         if not quiet:
@@ -155,3 +156,13 @@ def cli(args) -> int:
         print(f"memsched crosscheck: {len(rep.disagreements)} disagreement(s): {rep.disagreements[0]}", file=sys.stderr)
         return 1
     return 0
+
+
+def add_parsers(sub) -> None:
+    s = sub.add_parser("crosscheck", parents=[graph_parent(), json_parent()],
+                       help="solve one instance every way and check all answers against each other")
+    s.add_argument("--budget", type=ratio_or_bytes, default=None, help=BUDGET_HELP)
+    s.add_argument("--order", choices=["free", "given"], default="free", help=ORDER_HELP)
+    s.add_argument("--time-limit", type=positive_float, default=30.0)
+    s.add_argument("--plot", metavar="PNG", help="memory timelines plot (.png, .pdf or .svg; checked before solving)")
+    s.set_defaults(func=cli)

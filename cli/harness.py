@@ -5,6 +5,7 @@ import json
 import sys
 from pathlib import Path
 
+from memsched.cli.options import size
 from memsched.formulations import MemschedError
 
 __all__ = ["bench", "report"]
@@ -95,3 +96,32 @@ def report(args) -> int:
     else:
         print(f"report written to {out_dir / 'report.md'} ({len(rep.files)} files)")
     return 0
+
+
+def add_parsers(sub) -> None:
+    s = sub.add_parser("bench", help="run a benchmark sweep from a TOML/YAML spec (JSON lines out)",
+                       description="Run every instance x solver x budget of SPEC (docs/harness.md). One JSON line "
+                                   "per run is appended and flushed as it ends; a run past its hard limit is "
+                                   "killed and recorded as timeout, a crash as error, and the sweep goes on.")
+    s.add_argument("spec", metavar="SPEC", help="sweep spec, .toml (or .yaml/.yml with PyYAML)")
+    s.add_argument("-o", "--output", metavar="RESULTS.jsonl",
+                   help="results file (default: the spec's 'output', else NAME.jsonl)")
+    s.add_argument("--jobs", type=int, default=None, help="local worker processes (default: the spec's 'jobs', else 2)")
+    s.add_argument("--dask", metavar="ADDRESS", help="run on a Dask scheduler (tcp://host:8786) instead of locally")
+    s.add_argument("--resume", action="store_true", help="skip runs already in the results file, append the rest")
+    s.add_argument("--fsync", action="store_true", help="fsync the results file after every row (survives a power cut)")
+    s.add_argument("--memory-limit", type=size, default=None, metavar="SIZE",
+                   help="address-space cap per run in its worker (RLIMIT_AS), e.g. 4GiB; a run past it is "
+                        "recorded with status 'memory' and the sweep goes on")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
+    s.add_argument("--json", action="store_true", help="print the sweep summary as one JSON object")
+    s.set_defaults(func=bench)
+
+    s = sub.add_parser("report", help="render tables and plots from benchmark results",
+                       description="Markdown tables (per instance: best known, best bound, certified optimum, "
+                                   "each solver's gap; per solver; per family). With -o DIR: report.md, CSV "
+                                   "tables and PNG plots in DIR; else the markdown on stdout.")
+    s.add_argument("results", metavar="RESULTS", nargs="+", help="results files (JSON lines) from memsched bench")
+    s.add_argument("-o", "--output-dir", metavar="DIR", default=None)
+    s.add_argument("--no-plots", action="store_true", help="tables only")
+    s.set_defaults(func=report)

@@ -1,9 +1,118 @@
-"""``memsched order`` and ``memsched bound``: text tables of ordering results and bound reports."""
+"""``memsched info``, ``eval``, ``order`` and ``bound``: graphs, schedules, orderings and bounds."""
 from __future__ import annotations
 
-from memsched.cli.fmt import fmt_bytes, table
+import time
+
+from memsched.cli.fmt import emit_json, fmt_bytes, fmt_num, solver_output_to_stderr, table
+from memsched.cli.interrupts import interrupted, mark_interrupted
+from memsched.cli.options import graph_parent, json_parent, load_graph, nonneg_float, positive_float
 from memsched.formulations import Graph, Schedule, evaluate
 from memsched.solvers.result import SolveResult
+
+
+def add_parsers(sub) -> None:
+    g, j = graph_parent(), json_parent()
+    s = sub.add_parser("info", parents=[g, j], help="summarize a graph and the peak of its given order")
+    s.set_defaults(func=cmd_info)
+
+    s = sub.add_parser("eval", parents=[g], help="validate a schedule and report its peak and compute")
+    s.add_argument("schedule", metavar="SCHEDULE", help="JSON with 'events' [[kind, name], ...] or 'order' [op, ...]")
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.set_defaults(func=cmd_eval)
+
+    s = sub.add_parser("order", parents=[g, j], help="find an operator order with low peak memory (heuristic or exact)")
+    s.add_argument("--method", default="best",
+                   help="given, dfs, bfs, lpmf, greedy, liu (trees), best (lowest of all heuristics); default best")
+    s.add_argument("--exact", action="store_true", help="solve to optimality with CP-SAT and certify with lower bounds")
+    s.add_argument("--time-limit", type=positive_float, default=60.0, help="seconds for --exact (default 60)")
+    s.add_argument("--workers", type=int, default=2, help="CP-SAT workers (default 2)")
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_order)
+
+    s = sub.add_parser("bound", parents=[g, j], help="lower bounds on the optimal peak (no search)")
+    s.add_argument("--shave", type=nonneg_float, default=0.0, metavar="SECONDS",
+                   help="also run the learned-precedence (shaving) bound for up to SECONDS (default 0: off)")
+    s.set_defaults(func=cmd_bound)
+
+
+def cmd_info(args) -> int:
+    g = load_graph(args.graph)
+    s = g.summary()
+    t0 = time.perf_counter()
+    ev = evaluate(g, Schedule.from_order(g, g.given_order()))
+    wall = time.perf_counter() - t0
+    s["given_order_peak"] = ev.peak
+    s["given_order_peak_op"] = ev.peak_op
+    s["resident_at_start"] = g.resident_at_start()
+    s["is_tree"] = g.is_tree()
+    if args.json:
+        emit_json({"status": "ok", "method": "given", "peak": ev.peak, "compute": ev.compute, "wall_s": wall,
+                   **s, "order": list(g.order)})
+    else:
+        rows = [[k, fmt_bytes(v) if k in ("total_bytes", "given_order_peak") else fmt_num(v)] for k, v in s.items()]
+        print(table(rows, ["property", "value"]))
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from memsched.instances import load_schedule
+
+    g = load_graph(args.graph)
+    sched = load_schedule(g, args.schedule)
+    t0 = time.perf_counter()
+    ev = evaluate(g, sched)
+    wall = time.perf_counter() - t0
+    out = {"status": "valid", "method": "eval", "peak": ev.peak, "compute": ev.compute, "peak_event": ev.peak_event,
+           "peak_op": ev.peak_op, "recomputations": ev.recomputations, "events": len(sched), "wall_s": wall,
+           "schedule": sched.to_names(g)}
+    if sched.is_plain_order():
+        out["order"] = sched.order_names(g)
+    if args.json:
+        emit_json(out)
+    else:
+        print(table([["peak", fmt_bytes(ev.peak)], ["peak at", f"event {ev.peak_event} ({ev.peak_op})"],
+                     ["compute", fmt_num(ev.compute)], ["recomputations", str(ev.recomputations)],
+                     ["events", str(len(sched))]], ["schedule", "value"]))
+    return 0
+
+
+def cmd_order(args) -> int:
+    from memsched.solvers.ordering import dispatch as ordering
+
+    g = load_graph(args.graph)
+    with solver_output_to_stderr():
+        res = ordering.solve_order(g, method=args.method, exact=args.exact, time_limit=args.time_limit,
+                                   workers=args.workers, seed=args.seed, progress=not args.json)
+    mark_interrupted(res)
+    if args.json:
+        emit_json(res.to_json(g))
+    else:
+        print(format_result(g, res))
+    return 130 if interrupted() else 0
+
+
+def _check_bound_report(g, rep) -> None:
+    """Strict certificates: a lower bound above the evaluated peak of the given order is a bug."""
+    from memsched.solvers.result import SolverDisagreement
+
+    given = evaluate(g, Schedule.from_order(g, g.given_order())).peak
+    for name, b in [("lower_bound", {"value": rep["lower_bound"]})] + list(rep.get("bounds", {}).items()):
+        if b.get("value") is not None and b["value"] > given:
+            raise SolverDisagreement(f"bound {name} = {b['value']} is above the peak {given} of the given order")
+
+
+def cmd_bound(args) -> int:
+    from memsched.solvers.ordering import bounds
+
+    g = load_graph(args.graph)
+    with solver_output_to_stderr():
+        rep = bounds.bound_report(g, shave_budget=args.shave)
+        _check_bound_report(g, rep)
+    if args.json:
+        emit_json(rep)
+    else:
+        print(format_report(g, rep))
+    return 0
 
 
 def format_result(graph: Graph, res: SolveResult, max_order: int = 40) -> str:

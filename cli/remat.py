@@ -1,14 +1,104 @@
 """``memsched remat`` and ``memsched pareto``: text, JSON and plots of remat results."""
 from __future__ import annotations
 
-import sys
+import time
 
-from memsched.cli.fmt import fmt_bytes, fmt_num, table
-from memsched.formulations import Graph, MemschedError
+from memsched.cli.fmt import emit_json, fmt_bytes, fmt_num, solver_output_to_stderr, table
+from memsched.cli.interrupts import interrupted, mark_interrupted
+from memsched.cli.options import (BUDGET_HELP, check_mip_solver, graph_parent, json_parent, load_graph, ratio_or_bytes,
+                                  remat_parent)
+from memsched.cli.paths import check_plot
+from memsched.formulations import Graph
 from memsched.solvers.remat.dispatch import given_peak, result_json
 from memsched.solvers.result import SolveResult
 
 
+def add_parsers(sub) -> None:
+    g, j = graph_parent(), json_parent()
+    s = sub.add_parser("remat", parents=[g, remat_parent(time_limit=60.0, method_help=METHOD_HELP), j],
+                       help="rematerialization: least compute within a memory budget (or least peak within a compute budget)")
+    s.add_argument("--budget", type=ratio_or_bytes, default=0.8, help=BUDGET_HELP + " (default 0.8)")
+    s.add_argument("--objective", choices=["compute", "peak"], default="compute",
+                   help="compute: least compute with peak <= budget; peak: least peak with compute <= (1+eps) x baseline")
+    s.add_argument("--eps", type=float, default=0.0, help="extra compute allowed with --objective peak (default 0)")
+    s.add_argument("--progress", action="store_true", help="print each improving solution on stderr")
+    s.set_defaults(func=cmd_remat)
+
+    s = sub.add_parser("pareto", parents=[g, remat_parent(time_limit=30.0, method_help="any remat method (default cp)"), j],
+                       help="budget sweep: extra compute vs peak (table and plot)")
+    s.add_argument("--budgets", type=ratio_or_bytes, nargs="+", default=None,
+                   help="budgets, each as for remat --budget: " + BUDGET_HELP + " (default 1.0 0.9 0.8 0.7 0.6 0.5)")
+    s.add_argument("--plot", metavar="PNG", help="write the Pareto plot here (.png, .pdf or .svg; checked before solving)")
+    s.set_defaults(func=cmd_pareto)
+
+
+METHOD_HELP = "cp, milp, checkpoint-all, chen-sqrt, revolve, dtr-greedy, sp-knapsack, width-dp"
+
+
+def cmd_remat(args) -> int:
+    from memsched.solvers.remat import dispatch as remat
+
+    g = load_graph(args.graph)
+    t0 = time.perf_counter()
+    try:
+        check_mip_solver(args)
+        with solver_output_to_stderr():
+            res = remat.solve_remat(g, budget=args.budget, method=args.method, cap=args.cap,
+                                    time_limit=args.time_limit, mip_solver=args.mip_solver, objective=args.objective,
+                                    eps=args.eps, seed=args.seed, progress=args.progress, workers=args.workers, order=args.order)
+    except KeyboardInterrupt:  # the method had nothing to hand back (e.g. Ctrl-C while its model was built)
+        from memsched.solvers.result import SolveResult, Status
+
+        res = SolveResult(solver=f"remat-{args.method}", status=Status.INTERRUPTED, objective=args.objective,
+                          wall_s=time.perf_counter() - t0, message="interrupted before a schedule was found",
+                          params={"method": args.method, "budget": remat.resolve_budget(g, args.budget)
+                                  if args.objective == "compute" else args.budget})
+    mark_interrupted(res)
+    if args.json:
+        d = remat.result_json(g, res)
+        d["stopped"] = stop_reason(res, args.time_limit)
+        emit_json(d)
+    else:
+        print(format_result(g, res, args.time_limit))
+    return 130 if interrupted() else 0
+
+
+def cmd_pareto(args) -> int:
+    from memsched.solvers.remat import dispatch as remat
+
+    if args.plot:
+        check_plot(args.plot)
+    check_mip_solver(args)
+    budgets = args.budgets if args.budgets is not None else [1.0, 0.9, 0.8, 0.7, 0.6, 0.5]
+    g = load_graph(args.graph)
+    rows = []
+    with solver_output_to_stderr():
+        for b in budgets:  # one budget at a time: Ctrl-C keeps the points already solved
+            try:
+                more = remat.pareto_sweep(g, budgets=[b], method=args.method, cap=args.cap, order=args.order,
+                                          time_limit=args.time_limit, progress=not args.json,
+                                          mip_solver=args.mip_solver, workers=args.workers, seed=args.seed)
+            except KeyboardInterrupt:
+                more = []
+            if interrupted():
+                for r in more:
+                    if r.get("status") not in ("optimal", "infeasible"):
+                        r["status"] = "interrupted"
+                rows += more
+                break
+            rows += more
+    if args.plot:
+        plot_pareto(g, rows, args.plot, method=args.method)
+    if args.json:
+        emit_json({"graph": g.name, "points": rows, **({"status": "interrupted"} if interrupted() else {})})
+    else:
+        print(format_pareto(g, rows))
+        if interrupted():
+            done = sum(1 for r in rows if r.get("status") != "interrupted")
+            print(f"interrupted: {done} of {len(budgets)} budgets solved")
+        if args.plot:
+            print(f"plot written to {args.plot}")
+    return 130 if interrupted() else 0
 
 
 def stop_reason(res: SolveResult, time_limit: float | None = None) -> str:

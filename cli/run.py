@@ -6,7 +6,9 @@ import sys
 from pathlib import Path
 
 from memsched.cli.fmt import fmt_bytes, table
-from memsched.formulations import Graph, MemschedError, Schedule
+from memsched.cli.options import graph_parent, json_parent, load_graph, program_parent
+from memsched.cli.paths import check_output
+from memsched.formulations import Graph, Schedule, evaluate
 
 from memsched.solvers.executors.arena import plan_arena
 from memsched.solvers.executors.emit import emit_program
@@ -39,12 +41,6 @@ def _schedule(args, graph: Graph) -> tuple[Schedule, str]:
                         time_limit=getattr(args, "time_limit", 60.0) or 60.0)
 
 
-def _load(path) -> Graph:
-    from memsched.instances import load_graph
-
-    return load_graph(path)
-
-
 def _scale(args) -> int:
     s = getattr(args, "scale", 1)
     s = 1 if s is None else s
@@ -54,7 +50,7 @@ def _scale(args) -> int:
 
 
 def emit(args) -> int:
-    g = _load(args.graph)
+    g = load_graph(args.graph)
     sched, what = _schedule(args, g)
     backend = args.backend
     device = getattr(args, "device", "cpu") or "cpu"
@@ -76,7 +72,7 @@ def emit(args) -> int:
 
 
 def run(args) -> int:
-    g = _load(args.graph)
+    g = load_graph(args.graph)
     check_backend(args.backend, args.device)
     sched, what = _schedule(args, g)
     max_bytes = getattr(args, "max_bytes", DEFAULT_MAX_BYTES)
@@ -110,3 +106,39 @@ def run(args) -> int:
     if problem is not None:
         print(f"memsched run: MISMATCH {problem}", file=sys.stderr)
     return 0 if ok else 1
+
+
+def add_parsers(sub) -> None:
+    g, prog = graph_parent(), program_parent()
+    s = sub.add_parser("emit", parents=[g, prog], help="write a standalone program that runs a schedule",
+                       description="Write a standalone Python program that runs the schedule (numpy or torch "
+                                   "backend) and prints its measured peak and output hashes (docs/executors.md).")
+    s.add_argument("-o", "--output", metavar="PROG.py", required=True)
+    s.set_defaults(func=cmd_emit)
+
+    s = sub.add_parser("run", parents=[g, prog, json_parent()], help="emit and run a schedule; measure the realized peak",
+                       description="Emit the schedule as a program, run it in a subprocess and compare the realized "
+                                   "peak (every numpy allocation, kernel temporaries included / the torch allocator) "
+                                   "with the modeled one. Exit 1 when they differ.")
+    s.add_argument("--max-bytes", type=int, default=1 << 30,
+                   help="refuse schedules whose modeled peak exceeds this (default 1 GiB); see --scale")
+    s.add_argument("--keep", metavar="PROG.py", help="also write the emitted program here")
+    s.set_defaults(func=cmd_run)
+
+
+def cmd_emit(args) -> int:
+    check_output(args.output, "-o")
+    if getattr(args, "schedule", None):  # validate a given schedule as run does (one line, exit 2)
+        from memsched.instances import load_schedule
+
+        g = load_graph(args.graph)
+        evaluate(g, load_schedule(g, args.schedule))
+
+    return emit(args)
+
+
+def cmd_run(args) -> int:
+    if getattr(args, "keep", None):
+        check_output(args.keep, "--keep")
+
+    return run(args)
