@@ -4,7 +4,7 @@ Problem: choose a topological order of the operators (no recomputation) that
 minimizes the peak memory under the project's semantics (formulations/evaluator.py
 with frees after last use, ``Schedule.from_order``).
 
-Model (built by :func:`build_order_model`, solved by :func:`solve_order_model`):
+Model (built by :func:`build_order_model`, solved by :func:`memsched.solvers.ordering.cpsat.solve_order_model`):
 
 * one integer position ``pos[v]`` in ``0..n-1`` per operator, all different, with
   domain ``[#ancestors(v), n-1-#descendants(v)]`` and ``pos[p] < pos[c]`` for
@@ -29,13 +29,12 @@ Memory at step k (while the k-th operator runs) is then exactly the evaluator's
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Sequence
 
 from .graph import Graph
 
-__all__ = ["OrderModel", "OrderSolution", "build_order_model", "solve_order_model"]
+__all__ = ["OrderModel", "OrderSolution", "build_order_model"]
 
 
 @dataclass
@@ -170,94 +169,3 @@ def build_order_model(g: Graph, *, lower_bound: int = 0, upper_bound: int | None
         for k, v in enumerate(hint):
             m.add_hint(pos[v], k)
     return OrderModel(g, m, pos, peak, lb, upper_bound, n_prec, n_sym)
-
-
-def solve_order_model(om: OrderModel, *, time_limit: float = 60.0, workers: int = 2, seed: int = 0,
-                      log: bool = False, stop_at: int | None = None,
-                      on_solution: Callable[[int, float, float], None] | None = None,
-                      params: dict | None = None) -> OrderSolution:
-    """Solve the model. ``stop_at``: stop as soon as an order of peak <= stop_at is found
-    (a proven lower bound: nothing better exists). ``on_solution(peak, bound, wall_s)``
-    is called on every improving order. A KeyboardInterrupt (or SIGINT caught by CP-SAT)
-    ends the search and returns the best order found so far with ``interrupted`` set."""
-    from ortools.sat.python import cp_model
-
-    solver = cp_model.CpSolver()
-    p = solver.parameters
-    p.max_time_in_seconds = float(time_limit)
-    p.num_workers = int(workers)
-    p.random_seed = int(seed)
-    p.log_search_progress = bool(log)
-    for k, v in (params or {}).items():
-        setattr(p, k, v)
-    t0 = time.perf_counter()
-    n = om.graph.n_ops
-    best: dict = {"order": None, "peak": None}
-
-    class _CB(cp_model.CpSolverSolutionCallback):
-        def __init__(self):
-            super().__init__()
-
-        def on_solution_callback(self):
-            pk = int(self.value(om.peak))
-            if best["peak"] is None or pk < best["peak"]:
-                vals = [self.value(x) for x in om.pos]
-                best["order"] = sorted(range(n), key=vals.__getitem__)
-                best["peak"] = pk
-                if on_solution is not None:
-                    on_solution(pk, self.best_objective_bound, time.perf_counter() - t0)
-            if stop_at is not None and pk <= stop_at:
-                best["stopped"] = True
-                self.stop_search()
-
-    cb = _CB()
-    interrupted = False
-    # The search runs in a helper thread while this thread waits in Python, so that Ctrl-C
-    # (SIGINT, not caught by CP-SAT here) raises KeyboardInterrupt in this thread; the
-    # search is then stopped and its best order kept.
-    p.catch_sigint_signal = False
-    import threading
-
-    out: dict = {}
-    done = threading.Event()
-
-    def run():
-        try:
-            out["st"] = solver.solve(om.model, cb)
-        except BaseException as e:  # pragma: no cover - reported to the caller's thread
-            out["error"] = e
-        finally:
-            done.set()
-
-    th = threading.Thread(target=run, name="cpsat-order", daemon=True)
-    th.start()
-    try:
-        while not done.wait(0.05):
-            pass
-    except KeyboardInterrupt:
-        interrupted = True
-        solver.stop_search()
-        while not done.wait(0.05):
-            solver.stop_search()
-    if "error" in out:
-        raise out["error"]
-    st = out.get("st", cp_model.UNKNOWN)
-    wall = time.perf_counter() - t0
-    names = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible", cp_model.INFEASIBLE: "infeasible"}
-    status = names.get(st, "unknown")
-    bound = om.lower_bound
-    if st == cp_model.INFEASIBLE:
-        bound = om.upper_bound if om.upper_bound is not None else bound
-    elif not interrupted:
-        try:
-            bound = max(bound, int(round(solver.best_objective_bound)))
-        except Exception:  # pragma: no cover
-            pass
-    if best["peak"] is not None and st == cp_model.OPTIMAL:
-        bound = max(bound, best["peak"])
-    if best["peak"] is not None and best["peak"] == bound:
-        status = "optimal"  # certified only when the bound meets the peak; a bound above it is
-        # returned as is, and the caller (solvers/ordering/exact.py) reports the disagreement
-    return OrderSolution(status, best["order"], best["peak"], bound, wall, interrupted,
-                         {"branches": solver.num_branches, "conflicts": solver.num_conflicts,
-                          "precedences": om.n_precedences, "symmetry": om.n_symmetry})

@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memsched.formulations import evaluate, order_peak
-from memsched.formulations.cpsat_order import build_order_model, solve_order_model
+from memsched.formulations.cpsat_order import build_order_model
+from memsched.solvers.ordering.cpsat import solve_order_model
 from memsched.solvers.ordering import bounds as B
 from memsched.solvers.ordering import exact as E
 from memsched.solvers.ordering.downset_dp import downset_dp

@@ -395,7 +395,8 @@ def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, wor
     if use_cpsat and sg.n_ops > B.REACH_MASK_MAX_OPS:
         stats["cpsat_skipped"] = f"segment of {sg.n_ops} operators: the CP-SAT model needs O(n^2) ancestor bitmasks"
     elif use_cpsat and left() > 0:
-        from memsched.formulations.cpsat_order import build_order_model, solve_order_model
+        from memsched.formulations.cpsat_order import build_order_model
+        from memsched.solvers.ordering.cpsat import solve_order_model
 
         om = build_order_model(sg, lower_bound=lb, hint=so)
         cb = (lambda p, b, w: say(f"  CP-SAT order {p + offset} bound {b + offset:.0f}"))
