@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from memsched.solvers.engines.cpsat import solve_cpsat
+
 from .bounds import max_live
 from .buffers import Buffer, check_buffers, components, conflicts, sections_of
 from .check import check_placement
@@ -376,17 +378,14 @@ def _cpsat(part: _Part, lb: int, ub: int, hint, deadline: float, seed: int = 0):
     m.AddNoOverlap2D(xs, ys)
     m.AddCumulative(xs, [b.size for b in bufs], h)  # redundant: the max-live bound inside the model
     m.Minimize(h)
-    s = cp_model.CpSolver()
-    s.parameters.max_time_in_seconds = float(left)
-    s.parameters.num_workers = 1
-    s.parameters.random_seed = int(seed)
-    st = s.Solve(m)
-    bound = max(lb, int(s.BestObjectiveBound())) if st in (cp_model.OPTIMAL, cp_model.FEASIBLE) else lb
-    if st == cp_model.INFEASIBLE:
+    run = solve_cpsat(m, time_limit=float(left), workers=1, seed=seed, name="cpsat-arena")
+    s = run.solver
+    if run.status == "infeasible":
         return None, None, True, ub + 1
-    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if not run.has_solution:
         return None, None, False, lb
-    return [int(s.Value(o)) for o in offs], int(s.Value(h)), st == cp_model.OPTIMAL, bound
+    bound = max(lb, int(s.BestObjectiveBound()))
+    return [int(s.Value(o)) for o in offs], int(s.Value(h)), run.status == "optimal", bound
 
 
 def _cpsat_fit(part: _Part, cap: int, hint, seconds: float, seed: int = 0):
@@ -408,14 +407,10 @@ def _cpsat_fit(part: _Part, cap: int, hint, seconds: float, seed: int = 0):
             m.AddHint(o, min(int(hint[i]), cap - b.size))
     m.AddNoOverlap2D(xs, ys)
     m.AddCumulative(xs, [b.size for b in bufs], cap)  # redundant: the max-live bound
-    s = cp_model.CpSolver()
-    s.parameters.max_time_in_seconds = max(float(seconds), 0.01)
-    s.parameters.num_workers = 1
-    s.parameters.random_seed = int(seed)
-    st = s.Solve(m)
-    if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return "feasible", [int(s.Value(o)) for o in offs]
-    if st == cp_model.INFEASIBLE:
+    run = solve_cpsat(m, time_limit=max(float(seconds), 0.01), workers=1, seed=seed, name="cpsat-arena-fit")
+    if run.has_solution:
+        return "feasible", [int(run.solver.Value(o)) for o in offs]
+    if run.status == "infeasible":
         return "infeasible", None
     return "unknown", None
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from memsched.formulations import Graph, Schedule, evaluate
 from memsched.formulations.schedule import COMPUTE, FREE
+from memsched.solvers.engines.cpsat import solve_cpsat
 
 __all__ = ["Buffer", "ArenaPlan", "buffers_of", "best_fit", "cpsat_plan", "plan_arena", "check_plan"]
 
@@ -190,14 +191,11 @@ def cpsat_plan(buffers: list[Buffer], *, hint: list[int] | None = None, time_lim
             m.AddHint(o, hint[i])
     m.AddNoOverlap2D(xs, ys)
     m.Minimize(arena)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit)
-    solver.parameters.num_workers = int(workers)
-    solver.parameters.random_seed = int(seed)
-    st = solver.Solve(m)
-    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    run = solve_cpsat(m, time_limit=float(time_limit), workers=workers, seed=seed, name="cpsat-arena")
+    if not run.has_solution:
         return None, None, False
-    return [int(solver.Value(o)) for o in offs], int(solver.Value(arena)), st == cp_model.OPTIMAL
+    solver = run.solver
+    return [int(solver.Value(o)) for o in offs], int(solver.Value(arena)), run.status == "optimal"
 
 
 def check_plan(buffers: list[Buffer], offsets: list[int]) -> int:
