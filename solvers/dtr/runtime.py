@@ -503,8 +503,6 @@ class Runtime:
             need += self.o_ws[op]
         v = self.memory + need
         if v > self.budget:
-            if v < self.eq_hi:
-                self.eq_hi = v
             self._free(need, op)
         elif v > self.eq_lo:
             self.eq_lo = v
@@ -658,21 +656,27 @@ class Runtime:
     def _free(self, need, op: int) -> None:
         pool = self.pool
         budget = self.budget
+        # the tested values decrease along the loop: the last one over the budget is its
+        # smallest (eq_hi), the one that ends the loop its only one <= budget (eq_lo)
+        over = INF
         while True:
             v = self.memory + need
             if v <= budget:
-                if v > self.eq_lo:
-                    self.eq_lo = v
-                return
-            if v < self.eq_hi:
-                self.eq_hi = v
+                break
+            over = v
             if not pool:
+                if over < self.eq_hi:
+                    self.eq_hi = over
                 self.failure = {"kind": "oom", "op": op, "requested": need, "memory": self.memory,
                                 "short": self.memory + need - budget, "clock": self.clock,
                                 "depth": self.depth, "pos": self.pos}
                 self.stack_at_failure = list(self.mstack)
                 raise OOMError()
             self._evict(self._choose(), "pressure")
+        if over < self.eq_hi:
+            self.eq_hi = over
+        if v > self.eq_lo:
+            self.eq_lo = v
 
     def _evict(self, s: int, why: str) -> None:
         self.st_mat[s] = False
