@@ -20,6 +20,8 @@ allocators on the same replays.
         (appends the bytes-path table: the runtime before vs after the interval bookkeeping)
     .venv/bin/python benchmarks/bench_dtr_dense.py --allocator-sweeps [--traces resnet32] [--step 0.01]
         (appends smallest feasible budget and holes per allocator mode)
+    .venv/bin/python benchmarks/bench_dtr_dense.py --widths [--traces resnet32,transformer,treelstm,lstm]
+        (appends the budget-equivalence interval widths per trace)
 """
 from __future__ import annotations
 
@@ -286,6 +288,50 @@ def allocator_sweeps_main(argv) -> int:
     return 0
 
 
+W_MARK = "### Interval widths per trace (why sharing helps ResNet-32 most)"
+
+
+def widths_main(argv) -> int:
+    """The budget-equivalence interval of one replay per (trace, ratio), in resolution steps:
+    a dense scan runs about (samples / mean width) replays."""
+    from memsched.solvers.dtr.runtime import Runtime
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--widths", action="store_true")
+    ap.add_argument("--traces", default="resnet32,transformer,treelstm,lstm")
+    ap.add_argument("--heuristic", default="dtr")
+    ap.add_argument("--ratios", default="0.3,0.6,0.9")
+    ap.add_argument("--no-write", action="store_true")
+    a = ap.parse_args(argv)
+    ratios = [float(x) for x in a.ratios.split(",")]
+    out = [W_MARK, "", f"Heuristic {a.heuristic}; width = (eq_hi - eq_lo) / (1e-4 x baseline memory): the number of "
+           "1e-4 budget steps that run the identical replay.", "",
+           "| trace | " + " | ".join(f"ratio {r}" for r in ratios) + " | replay wall s (ratio 0.6) |",
+           "|---|" + "---|" * len(ratios) + "---|"]
+    for name in a.traces.split(","):
+        tr = _load(trace_path(name))
+        b = trace_baseline(tr)
+        lim = b["baseline_compute"] * 1.0
+        cells, w06 = [], None
+        for r in ratios:
+            t = time.perf_counter()
+            rt = Runtime(tr, int(r * b["baseline_memory"]), a.heuristic, remat_limit=lim)
+            o = rt.run()
+            w = time.perf_counter() - t
+            if r == 0.6:
+                w06 = w
+            width = "inf" if rt.eq_hi == float("inf") else f"{(rt.eq_hi - rt.eq_lo) / (1e-4 * b['baseline_memory']):.1f}"
+            cells.append(f"{width} ({o})")
+        print(f"widths {name}: {cells}", flush=True)
+        out.append(f"| {name} | " + " | ".join(cells) + f" | {'-' if w06 is None else f'{w06:.2f}'} |")
+    block = "\n".join(out + ["", "Command:", "", "  .venv/bin/python benchmarks/bench_dtr_dense.py "
+                              + " ".join(x for x in argv if x != "--no-write"), ""])
+    print(block)
+    if not a.no_write:
+        _append_block(W_MARK, block)
+    return 0
+
+
 def runtime_speed_main(argv) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runtime-speed", required=True, metavar="REV")
@@ -302,6 +348,8 @@ def runtime_speed_main(argv) -> int:
 
 
 if __name__ == "__main__":
+    if "--widths" in sys.argv[1:]:
+        raise SystemExit(widths_main(sys.argv[1:]))
     if "--allocator-sweeps" in sys.argv[1:]:
         raise SystemExit(allocator_sweeps_main(sys.argv[1:]))
     if any(x.startswith("--runtime-speed") for x in sys.argv[1:]):
