@@ -62,9 +62,10 @@ def test_dtr_sweep_resume_does_not_reuse_a_torn_line(tmp_path):
     text = out.read_text()
     out.write_text(text.rstrip("\n"))  # torn last line
     again = sweep(p, "dtr", jobs=1, results=out, resume=True, **KW)
-    assert again.reused == ref.replays - 1 and again.replays == 1
+    # rows: the replays and the samples derived from equal replays' budget intervals
+    assert again.reused == ref.replays + ref.derived - 1 and again.replays + again.derived == 1
     assert [(q.ratio, q.outcome) for q in again.points] == [(q.ratio, q.outcome) for q in ref.points]
-    assert out.read_text().endswith("\n") and len(read_rows(out)) == ref.replays
+    assert out.read_text().endswith("\n") and len(read_rows(out)) == ref.replays + ref.derived
 
 
 def test_fsync_option_syncs_every_row(tmp_path, monkeypatch, capsys):
