@@ -308,7 +308,7 @@ def run_cp(g, B, candidates, cp_time, base, fix_order=None) -> dict:
         assert res.peak <= B
         d.update(compute=res.compute, overhead=res.compute / base, schedule=res.schedule)
     if bound is not None and fix_order is None:
-        lbc = _lb_compute(cp, bound, base, False)
+        lbc = _lb_compute(cp, bound, base)
         d.update(bound=lbc, bound_overhead=lbc / base)
     d["wall_s"] = round(time.perf_counter() - t, 2)
     return d
