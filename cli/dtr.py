@@ -5,6 +5,7 @@ import json
 import math
 from pathlib import Path
 
+from memsched.cli.options import positive_float
 from memsched.cli.paths import check_output, check_plot
 from memsched.formulations import MemschedError
 
@@ -308,3 +309,62 @@ def _to_graph(args) -> int:
     print(f"wrote {args.output}: {s['operators']} operators, {s['tensors']} tensors, {s['pinned']} pinned inputs, "
           f"{s['required_outputs']} required outputs, total cost {s['total_cost']:.0f}")
     return 0
+
+
+def add_parsers(sub) -> None:
+    s = sub.add_parser("dtr", help="DTR online eviction: replay traces, sweep budgets, explain feasibility holes")
+    s.set_defaults(func=run, dtr_parser=s)
+    dsub = s.add_subparsers(dest="dtr_command", metavar="SUBCOMMAND")
+    d = dsub.add_parser("replay", help="replay a trace (or a GRAPH) under a budget")
+    d.add_argument("trace", metavar="TRACE", help="DTR log, or a memsched GRAPH file (replayed in its given order)")
+    d.add_argument("--ratio", type=positive_float, default=None,
+                   help="budget = int(ratio x baseline memory) (default 1.0); for a GRAPH: ratio x given-order peak")
+    d.add_argument("--budget-bytes", type=int, default=None, help="absolute budget in bytes instead of --ratio")
+    d.add_argument("--heuristic", default="dtr",
+                   help="dtr, dtr-eqclass, dtr-local, lru, size, msps, random, ab-*, lookahead-K, belady")
+    d.add_argument("--overhead-limit", default="2.0", help="thrash limit as a multiple of baseline compute, or inf")
+    d.add_argument("--seed", type=int, default=0, help="seed of the random heuristic")
+    d.add_argument("--start", choices=["auto", "yes", "no"], default="auto",
+                   help="honour ANNOTATE START (auto: manifest.json has_start, else if present)")
+    d.add_argument("--allocator", default="bytes",
+                   help="bytes (default, simrd's byte counting), first-fit, best-fit, caching (address-aware)")
+    d.add_argument("--json", action="store_true")
+    d = dsub.add_parser("sweep", help="dense budget sweeps (traces x heuristics in parallel), find holes")
+    d.add_argument("trace", metavar="TRACE", nargs="+", help="one or more DTR logs; every (trace, heuristic) is swept")
+    d.add_argument("--heuristic", default="dtr", help="a heuristic, or several separated by commas")
+    d.add_argument("--lo", type=float, default=0.1)
+    d.add_argument("--hi", type=float, default=1.0)
+    d.add_argument("--step", type=float, default=None,
+                   help="quick look: a coarse grid of this step, refined only where outcomes change (misses holes "
+                        "between equal coarse outcomes); default: dense, every --resolution step")
+    d.add_argument("--resolution", type=float, default=1e-4, help="sampling resolution (default 1e-4)")
+    d.add_argument("--allocator", default="bytes",
+                   help="bytes (default, simrd's byte counting), first-fit, best-fit, caching (address-aware)")
+    d.add_argument("--no-share", action="store_true",
+                   help="replay every sample (default: samples inside an equal replay's budget interval reuse it)")
+    d.add_argument("--repeats", type=int, default=3, help="runs per point next to an outcome change (default 3)")
+    d.add_argument("--run-timeout", type=positive_float, default=60.0, help="seconds per run; later: unresolved")
+    d.add_argument("--overhead-limit", default="2.0")
+    d.add_argument("--jobs", type=int, default=2, help="harness worker processes (at most 2 unless --dask)")
+    d.add_argument("--dask", metavar="ADDRESS", help="run the replays on a Dask scheduler (tcp://host:8786)")
+    d.add_argument("--results", metavar="FILE.jsonl", help="append one JSON line per replay (see --resume)")
+    d.add_argument("--resume", action="store_true", help="reuse the replays already in --results, append the rest")
+    d.add_argument("--fsync", action="store_true", help="fsync --results after every row (survives a power cut)")
+    d.add_argument("--refine", choices=["scan", "bisect"], default="scan",
+                   help="scan every resolution step of a change interval (default) or bisect it")
+    d.add_argument("--plot", metavar="PNG", help="write the feasibility map (several sweeps: PNG-<trace>-<heuristic>.png)")
+    d.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    d.add_argument("--json", action="store_true", help="one JSON object per sweep (one line each)")
+    d = dsub.add_parser("report", help="feasibility summary of a sweep results file (--results of dtr sweep)")
+    d.add_argument("results", metavar="RESULTS", nargs="+", help="results files (JSON lines)")
+    d.add_argument("--json", action="store_true")
+    d = dsub.add_parser("explain", help="explain a feasibility hole: replay two budgets side by side")
+    d.add_argument("trace", metavar="TRACE")
+    d.add_argument("--budget", type=positive_float, required=True, help="failing budget (ratio)")
+    d.add_argument("--vs", type=positive_float, required=True, help="smaller feasible budget (ratio)")
+    d.add_argument("--heuristic", default="dtr")
+    d.add_argument("--overhead-limit", default="2.0")
+    d.add_argument("--json", action="store_true")
+    d = dsub.add_parser("to-graph", help="convert a trace into a memsched graph (forward+backward DAG)")
+    d.add_argument("trace", metavar="TRACE")
+    d.add_argument("-o", "--output", metavar="FILE", required=True)
