@@ -38,7 +38,6 @@ valid for the asked problem meets the schedule's value.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import threading
 import time
@@ -46,6 +45,7 @@ import time
 from memsched.formulations import Graph, MemschedError, Schedule, evaluate
 from memsched.formulations.problems import (RematProblem, check_order_scope, first_computations_follow,
                                             unique_topological_order)
+from memsched.solvers.engines.cpsat import solve_cpsat
 from memsched.solvers.result import SolveResult, SolverDisagreement, Status, bound_above, make_result, same_value
 
 __all__ = ["METHODS", "resolve_budget", "resolve_caps", "solve_remat", "result_json",
@@ -941,14 +941,11 @@ def _cp_units(cp, v) -> str:
 
 
 def _run_cpsat(cp, time_limit, seed, workers, progress, label):
-    """Solve; returns (status, (schedule, objective value) | None, bound, wall, solution log)."""
+    """Solve through the one CP-SAT runner; returns (status, (schedule, objective value) |
+    None, bound, wall, solution log). Ctrl-C stops the search, keeps its incumbent and sets
+    the interrupt flag that later phases check."""
     from ortools.sat.python import cp_model
 
-    solver = cp_model.CpSolver()
-    prm = solver.parameters
-    prm.max_time_in_seconds = max(0.1, float(time_limit))
-    prm.num_workers = int(workers) if int(workers) >= 1 else max(1, os.cpu_count() or 1)  # 0: one per core
-    prm.random_seed = int(seed)
     log: list[dict] = []
     t0 = time.perf_counter()
 
@@ -962,24 +959,11 @@ def _run_cpsat(cp, time_limit, seed, workers, progress, label):
 
     if _INTERRUPTED.is_set():  # Ctrl-C in an earlier phase: run no further search
         return "unknown", None, None, 0.0, log
-    # The search runs in a helper thread so that Ctrl-C reaches this thread as a
-    # KeyboardInterrupt: the search is then stopped and its best solution kept.
-    prm.catch_sigint_signal = False
-    out: dict = {}
-    cb = CB()
-    th = threading.Thread(target=lambda: out.setdefault("code", solver.Solve(cp.model, cb)), daemon=True)
-    th.start()
-    try:
-        while th.is_alive():
-            th.join(0.05)
-    except KeyboardInterrupt:
+    run = solve_cpsat(cp.model, time_limit=max(0.1, float(time_limit)), workers=workers, seed=seed, callback=CB(),
+                      name=f"remat-{label}")
+    if run.interrupted:
         _INTERRUPTED.set()
-        solver.StopSearch()
-        th.join()
-    code = out.get("code", cp_model.UNKNOWN)
-    wall = time.perf_counter() - t0
-    name = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible", cp_model.INFEASIBLE: "infeasible",
-            cp_model.MODEL_INVALID: "invalid"}.get(code, "unknown")
+    solver, name, wall = run.solver, run.status, time.perf_counter() - t0
     if name == "invalid":
         raise MemschedError("remat cp: CP-SAT rejects the model for this graph (numbers too large for 64-bit "
                             "integers?): " + cp.model.Validate())
