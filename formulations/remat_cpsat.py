@@ -221,7 +221,7 @@ def build_remat_cp(graph: Graph, budget: int | None, caps: list[int], *, objecti
     del anc_sets, desc_sets
 
     # memory units
-    const_bytes = sum(g.size[j] for j in g.input_idx if j in g.pinned_idx or j in g.output_idx)
+    const_bytes = g.always_resident()
     var_sizes = [g.size[j] for j in range(g.n_tensors)] + [w for w in g.workspace]
     unit = reduce(math.gcd, [s for s in var_sizes if s > 0], 0) or 1
     sz = [s // unit for s in g.size]

@@ -41,8 +41,6 @@ Size: O(n^2) binaries R and S, O(n x edges) continuous F.
 """
 from __future__ import annotations
 
-import math
-from functools import reduce
 
 from .graph import Graph
 from .schedule import COMPUTE, FREE, Schedule
@@ -70,7 +68,7 @@ def build_remat_milp(graph: Graph, budget: int | None, caps: list[int | None], *
             if (g.producer[j] != -1) or (j not in keep_const and g.consumers[j])]
     ppos = {j: (pos[g.producer[j]] if g.producer[j] != -1 else -1) for j in tens}
     cons_pos = {j: sorted(pos[c] for c in g.consumers[j]) for j in tens}
-    unit = reduce(math.gcd, [s for s in g.size + g.workspace if s > 0], 0) or 1
+    unit = g.memory_unit()
     sz = {j: g.size[j] // unit for j in tens}
     out_units = [sum(g.size[j] for j in g.op_out[pi[k]]) // unit for k in range(n)]
     ws_units = [g.workspace[pi[k]] // unit for k in range(n)]

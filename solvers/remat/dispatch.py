@@ -147,10 +147,6 @@ def check_caps(graph: Graph, schedule: Schedule, caps) -> str | None:
     return None
 
 
-def always_resident(graph: Graph) -> int:
-    return sum(graph.size[j] for j in graph.input_idx if j in graph.pinned_idx or j in graph.output_idx)
-
-
 def local_infeasibility(graph: Graph, B: int) -> str | None:
     """A reason why no schedule at all (any recomputation) fits ``B``, from local
     facts: the initial memory, and each operator's own need (its inputs, outputs
@@ -158,7 +154,7 @@ def local_infeasibility(graph: Graph, B: int) -> str | None:
     init = graph.resident_at_start()
     if init > B:
         return f"the graph inputs alone need {init} bytes > budget {B}"
-    const = always_resident(graph)
+    const = graph.always_resident()
     keep = graph.pinned_idx | graph.output_idx
     worst = None
     for v in range(graph.n_ops):
@@ -180,7 +176,7 @@ def pebbling_infeasibility(graph: Graph, B: int, depth: int = 6, time_limit: flo
     ``depth`` steps back and ``time_limit`` seconds (the search is then
     inconclusive, never wrong)."""
     size, prod, op_in, op_out, ws = graph.size, graph.producer, graph.op_in, graph.op_out, graph.workspace
-    const = always_resident(graph)
+    const = graph.always_resident()
     keep = frozenset(j for j in graph.input_idx if j in graph.pinned_idx or j in graph.output_idx)
     t0 = time.perf_counter()
     memo: dict = {}
@@ -488,7 +484,7 @@ def _useful(graph: Graph, v: int) -> bool:
 def local_peak_bound(graph: Graph) -> int:
     """max(initial memory, each operator's inputs + outputs + workspace + always-resident bytes):
     every schedule reaches it (docs/remat.md)."""
-    const = always_resident(graph)
+    const = graph.always_resident()
     keep = graph.pinned_idx | graph.output_idx
     lb = graph.resident_at_start()
     for v in range(graph.n_ops):
