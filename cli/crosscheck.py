@@ -4,7 +4,10 @@ from __future__ import annotations
 from memsched.cli.fmt import fmt_bytes, table
 from memsched.cli.options import BUDGET_HELP, ORDER_HELP, graph_parent, json_parent, positive_float, ratio_or_bytes
 from memsched.formulations import evaluate
-from memsched.solvers.crosscheck import CrosscheckReport, Row, crosscheck
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # solver modules load lazily, when a command runs (fast --help)
+    from memsched.solvers.crosscheck import CrosscheckReport, Row
 
 
 def _status_text(rep: CrosscheckReport, r: Row) -> str:
@@ -143,6 +146,8 @@ def cli(args) -> int:
             raise KeyboardInterrupt
 
     with solver_output_to_stderr():
+        from memsched.solvers.crosscheck import crosscheck
+
         rep = crosscheck(g, budget=args.budget, time_limit=args.time_limit, order=getattr(args, "order", "free"), progress=progress)
     if args.plot:
         plot_timelines(rep, args.plot)

@@ -4,13 +4,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from memsched.instances.gadgets import (GadgetError, knapsack_gadget, load_items, random_knapsack,
-                                        random_three_partition, three_partition_gadget)
-
 
 def cli_gadget(args) -> int:
     """``memsched gadget knapsack|3partition``: build, print a summary (or JSON),
     and with ``-o FILE`` write the instance and ``FILE.answer.json``."""
+    from memsched.instances.gadgets import (GadgetError, knapsack_gadget, load_items, random_knapsack,
+                                            random_three_partition, three_partition_gadget)
     from memsched.instances.formats import graph_to_json
 
     if (args.items is None) == (args.random is None):

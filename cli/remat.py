@@ -9,8 +9,10 @@ from memsched.cli.options import (BUDGET_HELP, check_mip_solver, graph_parent, j
                                   remat_parent)
 from memsched.cli.paths import check_plot
 from memsched.formulations import Graph
-from memsched.solvers.remat.dispatch import given_peak, result_json
-from memsched.solvers.result import SolveResult
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # solver modules load lazily, when a command runs (fast --help)
+    from memsched.solvers.result import SolveResult
 
 
 def add_parsers(sub) -> None:
@@ -137,6 +139,8 @@ def anytime_words(res: SolveResult) -> str:
 
 def format_result(graph: Graph, res: SolveResult, time_limit: float | None = None) -> str:
 
+    from memsched.solvers.remat.dispatch import result_json
+
     d = result_json(graph, res)
     rows = [["status", res.status], ["method", str(d["method"])], ["budget", fmt_bytes(d["budget"])],
             ["peak", fmt_bytes(res.peak)], ["compute", fmt_num(res.compute)],
@@ -205,6 +209,7 @@ def _status_cell(r: dict) -> str:
 
 
 def format_pareto(graph: Graph, rows: list[dict]) -> str:
+    from memsched.solvers.remat.dispatch import given_peak
 
     out = []
     for r in rows:

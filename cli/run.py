@@ -10,10 +10,6 @@ from memsched.cli.options import graph_parent, json_parent, load_graph, program_
 from memsched.cli.paths import check_output
 from memsched.formulations import Graph, Schedule, evaluate
 
-from memsched.solvers.executors.arena import plan_arena
-from memsched.solvers.executors.emit import emit_program
-from memsched.solvers.executors.runner import (DEFAULT_MAX_BYTES, ExecError, check_backend, mismatch, run_schedule,
-                                               scaled_graph)
 
 __all__ = ["emit", "run", "schedule_for"]
 
@@ -22,6 +18,8 @@ def schedule_for(graph: Graph, method: str = "given", *, time_limit: float = 60.
     """The schedule that ``--method`` names: ``given`` (the program's order), any ordering
     heuristic of ``memsched order`` (dfs, bfs, lpmf, greedy, liu, best) or ``exact`` (CP-SAT).
     Returns (schedule, description)."""
+    from memsched.solvers.executors.runner import ExecError
+
     if method == "given":
         return Schedule.from_order(graph, graph.given_order()), "given order"
     from memsched.solvers.ordering import dispatch as ordering
@@ -42,6 +40,8 @@ def _schedule(args, graph: Graph) -> tuple[Schedule, str]:
 
 
 def _scale(args) -> int:
+    from memsched.solvers.executors.runner import ExecError
+
     s = getattr(args, "scale", 1)
     s = 1 if s is None else s
     if s < 1:
@@ -50,6 +50,10 @@ def _scale(args) -> int:
 
 
 def emit(args) -> int:
+    from memsched.solvers.executors.arena import plan_arena
+    from memsched.solvers.executors.emit import emit_program
+    from memsched.solvers.executors.runner import ExecError, scaled_graph
+
     g = load_graph(args.graph)
     sched, what = _schedule(args, g)
     backend = args.backend
@@ -72,6 +76,8 @@ def emit(args) -> int:
 
 
 def run(args) -> int:
+    from memsched.solvers.executors.runner import DEFAULT_MAX_BYTES, check_backend, mismatch, run_schedule
+
     g = load_graph(args.graph)
     check_backend(args.backend, args.device)
     sched, what = _schedule(args, g)

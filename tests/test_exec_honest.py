@@ -166,7 +166,6 @@ def test_cli_run_on_cuda_checks_like_the_cpu_path(tmp_path, capsys, monkeypatch)
     """`run --backend torch --device cuda` exits 1 with one line when the requested-bytes
     peak differs from the model, and 0 when it is equal (the GPU run itself is faked: no
     GPU here; the program text is checked in test_emitted_cuda_program_reads_requested_bytes)."""
-    import memsched.cli.run as clirun
 
     g, s = _chain()
     path = tmp_path / "c.json"
@@ -180,8 +179,10 @@ def test_cli_run_on_cuda_checks_like_the_cpu_path(tmp_path, capsys, monkeypatch)
                 "output_hashes": {}, "recompute_mismatch": [], "measure": "fake", "allocated_peak": 2560,
                 "reserved_peak": 2 << 20, "arena": False, "scale": 1}
 
-    monkeypatch.setattr(clirun, "check_backend", lambda b, d: None)
-    monkeypatch.setattr(clirun, "run_schedule", fake_run)
+    import memsched.solvers.executors.runner as runner_mod  # cli.run imports from it when the command runs
+
+    monkeypatch.setattr(runner_mod, "check_backend", lambda b, d: None)
+    monkeypatch.setattr(runner_mod, "run_schedule", fake_run)
     seen["realized"] = 2000
     assert memsched.cli.main.main(["run", str(path), "--backend", "torch", "--device", "cuda"]) == 0
     assert seen["device"] == "cuda" and "allocated / reserved peak" in capsys.readouterr().out
