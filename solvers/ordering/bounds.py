@@ -434,6 +434,16 @@ def order_step_memory(g: Graph, order) -> list[int]:
     return mem
 
 
+def least_step_memory(g: Graph, orders) -> list[int]:
+    """Per operator, the least memory while it runs over the given orders (an upper bound
+    on its trap value, used to skip operators whose trap cannot raise the bound)."""
+    ub = None
+    for o in orders:
+        m = order_step_memory(g, o)
+        ub = m if ub is None else [min(a, b) for a, b in zip(ub, m)]
+    return ub
+
+
 def trap_values(g: Graph) -> list[int]:
     """Forward trap value of every operator: the least memory any order has while v runs."""
     ts = trap_solver(g)
@@ -467,10 +477,7 @@ def trap_bound(g: Graph, orders=None, want_critical: bool = False, *, time_budge
     ts = trap_solver(g)
     if orders is None:
         orders = [g.given_order()]
-    ub = None
-    for o in orders:
-        m = order_step_memory(g, o)
-        ub = m if ub is None else [min(a, b) for a, b in zip(ub, m)]
+    ub = least_step_memory(g, orders)
     # the per-operator bound is a free lower bound of each trap value
     queries, complete = 0, True
     for v in sorted(range(n), key=lambda u: -ub[u]):
@@ -554,10 +561,7 @@ def reverse_bound(g: Graph, orders=None, *, time_budget: float | None = None, in
     if n == 0:
         _note(info, complete=True, queries=0)
         return best
-    ub = None
-    for o in (orders or [g.given_order()]):
-        m = order_step_memory(g, o)
-        ub = m if ub is None else [min(a, b) for a, b in zip(ub, m)]
+    ub = least_step_memory(g, orders or [g.given_order()])
     queries, complete = 0, True
     for v in sorted(range(n), key=lambda u: -ub[u]):
         if ub[v] <= best:
