@@ -300,116 +300,197 @@ def _window_lns(g: Graph, order: list[int], theta: int, deadline: float, cap: in
 
 
 # ------------------------------------------------------------ one segment
-def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, workers: int, seed: int,
-                   dp_states: int, use_cpsat: bool, stats: dict, say, offset: int = 0):
-    """Improve the order ``so`` of the segment ``sg`` until its peak reaches ``theta`` (a
-    global lower bound, minus the segment's offset) or is proven optimal.
+class _Segment:
+    """The incumbent order of one segment and its proven bound, shared by the stages of
+    :func:`_solve_segment` (each stage improves ``so`` or raises ``lb``)."""
 
-    Returns (order, proven lower bound of the segment's optimum or ``theta``, the method
-    that closed the gap or "", interrupted)."""
+    def __init__(self, sg: Graph, so: list[int], lb: int, deadline: float, dp_states: int, stats: dict, say,
+                 offset: int):
+        self.sg, self.so, self.cur, self.lb = sg, so, order_peak(sg, so), lb
+        self.deadline, self.dp_states, self.stats, self.say, self.offset = deadline, dp_states, stats, say, offset
+
+    def take(self, order, by: str) -> None:
+        """Keep ``order`` if its evaluated peak is below the incumbent's."""
+        pk = order_peak(self.sg, order)
+        if pk < self.cur:
+            self.so, self.cur = order, pk
+            self.say(f"  {by}: segment peak {self.cur + self.offset}")
+
+    def left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def closed(self) -> bool:
+        return self.cur <= self.lb
+
+    def count(self, r) -> None:
+        self.stats["dp_states"] = self.stats.get("dp_states", 0) + r.states
+
+
+def _stage_decide(s: _Segment) -> str | None:
+    """Stage a/b of :func:`_solve_segment`: the down-set DP as a depth-first decision at
+    the bound; if the decision is settled negatively (a narrow segment), the breadth-first
+    DP below the incumbent; otherwise trap splitting at the bound.
+
+    Returns
+    -------
+    str or None
+        The method that closed the segment ("dp", "split"), or None.
+
+    Complexity: bounded by the DP state caps and a share of the time left."""
     from .downset_dp import downset_decide
 
-    cur = order_peak(sg, so)
-    lb = max(theta, B.trap_bound(sg, [so], time_budget=0.2 * max(0.0, deadline - time.perf_counter())))
-    if cur <= lb:
-        return so, lb, "", False
-
-    def take(order, by):
-        nonlocal so, cur
-        pk = order_peak(sg, order)
-        if pk < cur:
-            so, cur = order, pk
-            say(f"  {by}: segment peak {cur + offset}")
-
-    def left():
-        return deadline - time.perf_counter()
-
-    # a. the DP as a depth-first decision at the bound (small state cap)
-    r = downset_decide(sg, lb, max_states=min(20_000, dp_states), time_limit=max(0.01, 0.2 * left()))
-    stats["dp_states"] = stats.get("dp_states", 0) + r.states
+    r = downset_decide(s.sg, s.lb, max_states=min(20_000, s.dp_states), time_limit=max(0.01, 0.2 * s.left()))
+    s.count(r)
     if r.order is not None:
-        take(r.order, "dp")
-        return so, lb, "dp", False
+        s.take(r.order, "dp")
+        return "dp"
     if r.exact:
-        lb += 1
-        say(f"  DP: no order of peak {lb - 1 + offset}")
+        s.lb += 1
+        s.say(f"  DP: no order of peak {s.lb - 1 + s.offset}")
         # a narrow segment (the decision was settled within the small cap): the
         # breadth-first DP below the incumbent usually settles the optimum as well
-        r = downset_dp(sg, upper_bound=cur, lower_bound=lb, max_states=min(100_000, dp_states),
-                       time_limit=max(0.01, 0.3 * left()))
-        stats["dp_states"] = stats.get("dp_states", 0) + r.states
+        r = downset_dp(s.sg, upper_bound=s.cur, lower_bound=s.lb, max_states=min(100_000, s.dp_states),
+                       time_limit=max(0.01, 0.3 * s.left()))
+        s.count(r)
         if r.exact:
             if r.order is not None:
-                take(r.order, "dp")
-            say(f"  DP: segment optimum {cur + offset}")
-            return so, cur, "dp", False
-    else:
-        # b. trap splitting at the bound
-        sp = _split_search(sg, lb, time.perf_counter() + 0.25 * left(), cap=5_000, stats=stats)
-        if sp is not None:
-            take(sp, "trap splitting")
-            if cur <= lb:
-                return so, lb, "split", False
-    # c. better orders: window search around the peak, then depth-first decisions at a few
-    # levels between the bound and the peak
-    take(_window_lns(sg, so, lb, time.perf_counter() + 0.2 * left(), stats=stats), "window search")
-    if cur <= lb:
-        return so, lb, "lns", False
+                s.take(r.order, "dp")
+            s.lb = s.cur
+            s.say(f"  DP: segment optimum {s.cur + s.offset}")
+            return "dp"
+        return None
+    sp = _split_search(s.sg, s.lb, time.perf_counter() + 0.25 * s.left(), cap=5_000, stats=s.stats)
+    if sp is not None:
+        s.take(sp, "trap splitting")
+        if s.closed():
+            return "split"
+    return None
+
+
+def _stage_improve(s: _Segment) -> str | None:
+    """Stage c: window search around the peak, then depth-first DP decisions at a few
+    levels between the bound and the incumbent (each either finds a better order or,
+    exhausted, raises the bound).
+
+    Returns
+    -------
+    str or None
+        "lns" or "dp" when the segment is closed, else None."""
+    from .downset_dp import downset_decide
+
+    s.take(_window_lns(s.sg, s.so, s.lb, time.perf_counter() + 0.2 * s.left(), stats=s.stats), "window search")
+    if s.closed():
+        return "lns"
     for f in (1 / 32, 1 / 8, 1 / 2):
-        if left() <= 0 or cur <= lb:
+        if s.left() <= 0 or s.closed():
             break
-        th = lb + int((cur - lb) * f)
-        if th >= cur:
+        th = s.lb + int((s.cur - s.lb) * f)
+        if th >= s.cur:
             continue
-        r = downset_decide(sg, th, max_states=min(20_000, dp_states), time_limit=max(0.01, 0.1 * left()))
-        stats["dp_states"] = stats.get("dp_states", 0) + r.states
+        r = downset_decide(s.sg, th, max_states=min(20_000, s.dp_states), time_limit=max(0.01, 0.1 * s.left()))
+        s.count(r)
         if r.order is not None:
-            take(r.order, "dp search")
+            s.take(r.order, "dp search")
         elif r.exact:
-            lb = max(lb, th + 1)
-    if cur <= lb:
-        return so, lb, "dp", False
-    # d. proof (or a better order) by the breadth-first DP below the incumbent
-    r = downset_dp(sg, upper_bound=cur, lower_bound=lb, max_states=dp_states, time_limit=max(0.01, 0.4 * left()))
-    stats["dp_states"] = stats.get("dp_states", 0) + r.states
+            s.lb = max(s.lb, th + 1)
+    return "dp" if s.closed() else None
+
+
+def _stage_prove(s: _Segment) -> str | None:
+    """Stages d/e: the breadth-first DP below the incumbent (exact when it ends within
+    its state cap), then shaving with learned precedences (bounded time).
+
+    Returns
+    -------
+    str or None
+        "dp" or "bounds" when the segment is closed, else None."""
+    r = downset_dp(s.sg, upper_bound=s.cur, lower_bound=s.lb, max_states=s.dp_states,
+                   time_limit=max(0.01, 0.4 * s.left()))
+    s.count(r)
     if r.exact:
         if r.order is not None:
-            take(r.order, "dp")
-        say(f"  DP: segment optimum {cur + offset}")
-        return so, cur, "dp", False
-    # e. shaving with learned precedences raises the bound (galloping, bounded time)
-    if left() > 0 and cur > lb:
-        nlb = B.precedence_bound(sg, lb, cur, time_budget=min(0.1 * left(), 5.0))
-        if nlb > lb:
-            say(f"  learned precedences: segment optimum >= {nlb + offset}")
-            lb = nlb
-        if cur <= lb:
-            return so, lb, "bounds", False
-    # f. more window search, then CP-SAT
-    if left() > 0:
-        take(_window_lns(sg, so, lb, time.perf_counter() + (0.3 if use_cpsat else 1.0) * left(), stats=stats,
-                         widths=(24, 40, 56, 72)), "window search")
-        if cur <= lb:
-            return so, lb, "lns", False
-    interrupted = False
-    if use_cpsat and sg.n_ops > B.REACH_MASK_MAX_OPS:
-        stats["cpsat_skipped"] = f"segment of {sg.n_ops} operators: the CP-SAT model needs O(n^2) ancestor bitmasks"
-    elif use_cpsat and left() > 0:
-        from memsched.formulations.cpsat_order import build_order_model
-        from memsched.solvers.ordering.cpsat import solve_order_model
+            s.take(r.order, "dp")
+        s.lb = s.cur
+        s.say(f"  DP: segment optimum {s.cur + s.offset}")
+        return "dp"
+    if s.left() > 0 and not s.closed():
+        nlb = B.precedence_bound(s.sg, s.lb, s.cur, time_budget=min(0.1 * s.left(), 5.0))
+        if nlb > s.lb:
+            s.say(f"  learned precedences: segment optimum >= {nlb + s.offset}")
+            s.lb = nlb
+    return "bounds" if s.closed() else None
 
-        om = build_order_model(sg, lower_bound=lb, hint=so)
-        cb = (lambda p, b, w: say(f"  CP-SAT order {p + offset} bound {b + offset:.0f}"))
-        sol = solve_order_model(om, time_limit=max(0.1, left()), workers=workers, seed=seed, stop_at=lb,
-                                on_solution=cb)
-        interrupted = sol.interrupted
-        if sol.order is not None:
-            take(sol.order, "CP-SAT")
-        if not interrupted:
-            lb = max(lb, sol.bound)
-        if cur <= lb:
-            return so, lb, "cpsat", interrupted
-    return so, lb, "", interrupted
+
+def _stage_cpsat(s: _Segment, *, workers: int, seed: int, use_cpsat: bool) -> tuple[str | None, bool]:
+    """Stage f: more window search, then the CP-SAT model with the bound as floor and the
+    incumbent as hint, for the time left.
+
+    Returns
+    -------
+    (str or None, bool)
+        The closing method ("lns", "cpsat") or None, and whether CP-SAT was interrupted
+        (then its bound is not used)."""
+    if s.left() > 0:
+        s.take(_window_lns(s.sg, s.so, s.lb, time.perf_counter() + (0.3 if use_cpsat else 1.0) * s.left(),
+                           stats=s.stats, widths=(24, 40, 56, 72)), "window search")
+        if s.closed():
+            return "lns", False
+    if use_cpsat and s.sg.n_ops > B.REACH_MASK_MAX_OPS:
+        s.stats["cpsat_skipped"] = f"segment of {s.sg.n_ops} operators: the CP-SAT model needs O(n^2) ancestor bitmasks"
+        return None, False
+    if not use_cpsat or s.left() <= 0:
+        return None, False
+    from memsched.formulations.cpsat_order import build_order_model
+    from memsched.solvers.ordering.cpsat import solve_order_model
+
+    om = build_order_model(s.sg, lower_bound=s.lb, hint=s.so)
+    cb = (lambda p, b, w: s.say(f"  CP-SAT order {p + s.offset} bound {b + s.offset:.0f}"))
+    sol = solve_order_model(om, time_limit=max(0.1, s.left()), workers=workers, seed=seed, stop_at=s.lb,
+                            on_solution=cb)
+    if sol.order is not None:
+        s.take(sol.order, "CP-SAT")
+    if not sol.interrupted:
+        s.lb = max(s.lb, sol.bound)
+    return ("cpsat" if s.closed() else None), sol.interrupted
+
+
+def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, workers: int, seed: int,
+                   dp_states: int, use_cpsat: bool, stats: dict, say, offset: int = 0):
+    """Improve the order of one segment until its peak reaches ``theta`` or is proven
+    optimal.
+
+    Parameters
+    ----------
+    sg : Graph
+        The segment's subproblem (:func:`make_part`).
+    so : list of int
+        Its incumbent order.
+    theta : int
+        A global lower bound minus the segment's offset: the segment need not go lower.
+    deadline : float
+        ``time.perf_counter()`` value at which to stop.
+    workers, seed, use_cpsat : CP-SAT settings. dp_states : state cap of the DP.
+    stats : dict
+        Counters, updated in place. say : progress callback. offset : for messages.
+
+    Returns
+    -------
+    (order, lower bound, method, interrupted)
+        The best order, a proven lower bound of the segment's optimum (or ``theta``), the
+        method that closed the gap or "", and whether an interrupt stopped CP-SAT.
+
+    Complexity: each stage is bounded by a share of the time left (stages in the module
+    docstring); the bound is only ever raised by proofs (trap, DP exhaustion, precedences,
+    CP-SAT's bound)."""
+    lb = max(theta, B.trap_bound(sg, [so], time_budget=0.2 * max(0.0, deadline - time.perf_counter())))
+    s = _Segment(sg, so, lb, deadline, dp_states, stats, say, offset)
+    if s.closed():
+        return s.so, s.lb, "", False
+    by = _stage_decide(s) or _stage_improve(s) or _stage_prove(s)
+    if by:
+        return s.so, s.lb, by, False
+    by, interrupted = _stage_cpsat(s, workers=workers, seed=seed, use_cpsat=use_cpsat)
+    return s.so, s.lb, by or "", interrupted
 
 
 # ------------------------------------------------------------------ driver
@@ -422,152 +503,209 @@ class _Progress:
             print(f"[exact {time.perf_counter() - self.t0:7.2f}s] {msg}", file=sys.stderr, flush=True)
 
 
-def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: int = 0,
-                progress: bool = False, *, dp_states: int = 300_000, use_cpsat: bool = True,
-                pair_budget: float | None = None) -> SolveResult:
-    """Minimum-peak order of ``graph`` with a proof: see the module docstring.
+class _Run:
+    """The state of one :func:`solve_exact` call: incumbent order and peak, proven lower
+    bound, who found / proved them, the segments, and what ended the run."""
 
-    Returns a SolveResult (evaluated by make_result) with ``lower_bound`` set and extra
-    keys ``certified`` (peak == lower_bound), ``certified_by`` (bounds | dp | split |
-    cpsat | none), ``upper_bound_by``, ``segments``, ``time_to_certify_s``, ``heuristics``
-    (peak of each heuristic) and ``bounds``. Status: optimal when certified, timeout
-    when the time limit or an interrupt stopped it first, feasible otherwise."""
-    t0 = time.perf_counter()
-    deadline = t0 + float(time_limit)
-    say = _Progress(progress, t0)
-    g = graph
-    n = g.n_ops
-    params = {"time_limit": time_limit, "workers": workers, "seed": seed, "dp_states": dp_states}
-    state = {"order": g.given_order(), "peak": None, "lb": B.initial_bound(g), "by": "none", "ub_by": "given",
-             "seg_orders": None, "interrupted": False, "timed_out": False, "certify_t": None}
-    info: dict = {"heuristics": {}, "bounds": {}, "segments": 0, "stats": {}}
+    def __init__(self, g: Graph, time_limit: float, params: dict, progress: bool):
+        self.g, self.time_limit, self.params = g, float(time_limit), params
+        self.t0 = time.perf_counter()
+        self.deadline = self.t0 + self.time_limit
+        self.say = _Progress(progress, self.t0)
+        self.order, self.peak, self.lb = g.given_order(), None, B.initial_bound(g)
+        self.by, self.ub_by = "none", "given"
+        self.parts: list | None = None  # [Part, sub-order, peak incl. offset] per segment
+        self.interrupted = self.timed_out = False
+        self.certify_t: float | None = None
+        self.info: dict = {"heuristics": {}, "bounds": {}, "segments": 0, "stats": {}}
 
-    def finish():
-        order = state["order"]
-        peak = state["peak"]
-        if peak is None:
-            peak = order_peak(g, order)
-        lb = state["lb"]  # never clipped: a bound above the evaluated peak is a bug (make_result raises)
-        cert = peak == lb
-        if cert:
-            status = Status.OPTIMAL
-        elif state["interrupted"] or state["timed_out"] or time.perf_counter() - t0 >= 0.95 * time_limit:
-            status = Status.TIMEOUT
-        else:
-            status = Status.FEASIBLE
-        extra = {"certified": cert, "certified_by": state["by"] if cert else "none",
-                 "upper_bound_by": state["ub_by"], "segments": info["segments"],
-                 "time_to_certify_s": round(state["certify_t"], 6) if cert and state["certify_t"] is not None else None,
-                 "heuristics": info["heuristics"], "bounds": info["bounds"], "interrupted": state["interrupted"]}
-        extra.update(info["stats"])
-        msg = "certified optimal" if cert else ("interrupted" if state["interrupted"] else
-                                                ("time limit reached" if status == Status.TIMEOUT else "not certified"))
-        return make_result(g, Schedule.from_order(g, order), solver="exact", status=status, claimed=peak,
-                           lower_bound=lb, wall_s=time.perf_counter() - t0, params=params, message=msg, extra=extra)
-
-    def certified() -> bool:
-        if state["peak"] is not None and state["peak"] < state["lb"]:
-            raise SolverDisagreement(f"exact: lower bound {state['lb']} is above the peak {state['peak']} of an order "
-                                     f"it found (upper bound by {state['ub_by']})")
-        if state["peak"] is not None and state["peak"] == state["lb"]:
-            if state["certify_t"] is None:
-                state["certify_t"] = time.perf_counter() - t0
+    def certified(self) -> bool:
+        """True when the incumbent's peak meets the bound; a bound above it is a bug."""
+        if self.peak is not None and self.peak < self.lb:
+            raise SolverDisagreement(f"exact: lower bound {self.lb} is above the peak {self.peak} of an order "
+                                     f"it found (upper bound by {self.ub_by})")
+        if self.peak is not None and self.peak == self.lb:
+            if self.certify_t is None:
+                self.certify_t = time.perf_counter() - self.t0
             return True
         return False
 
+    def assemble(self) -> None:
+        """The whole order from the segments' orders (its peak: the largest segment peak)."""
+        order = []
+        for P, so, _ in self.parts:
+            order += [P.ops[i] for i in so]
+        self.order = order
+        self.peak = max([B.initial_bound(self.g)] + [pk for _, _, pk in self.parts])
+
+    def finish(self) -> SolveResult:
+        """The evaluated result (``make_result`` re-judges the order)."""
+        g, info = self.g, self.info
+        peak = self.peak if self.peak is not None else order_peak(g, self.order)
+        cert = peak == self.lb  # never clipped: a bound above the evaluated peak is a bug (make_result raises)
+        if cert:
+            status = Status.OPTIMAL
+        elif self.interrupted or self.timed_out or time.perf_counter() - self.t0 >= 0.95 * self.time_limit:
+            status = Status.TIMEOUT
+        else:
+            status = Status.FEASIBLE
+        extra = {"certified": cert, "certified_by": self.by if cert else "none",
+                 "upper_bound_by": self.ub_by, "segments": info["segments"],
+                 "time_to_certify_s": round(self.certify_t, 6) if cert and self.certify_t is not None else None,
+                 "heuristics": info["heuristics"], "bounds": info["bounds"], "interrupted": self.interrupted}
+        extra.update(info["stats"])
+        msg = "certified optimal" if cert else ("interrupted" if self.interrupted else
+                                                ("time limit reached" if status == Status.TIMEOUT else "not certified"))
+        return make_result(g, Schedule.from_order(g, self.order), solver="exact", status=status, claimed=peak,
+                           lower_bound=self.lb, wall_s=time.perf_counter() - self.t0, params=self.params,
+                           message=msg, extra=extra)
+
+
+def _bounds_and_heuristics(run: _Run, pair_budget: float | None) -> bool:
+    """Step 1 of :func:`solve_exact`: trap, per-operator and final bounds, the heuristics
+    and the beam search, then the pair bound. Returns True when they certify the order.
+
+    Complexity: the trap bound within a quarter of the time limit; the pair bound within
+    ``pair_budget`` (default: min(2 s, 5 % of the limit)); heuristics O((n + E) log n)."""
+    g, info = run.g, run.info
+    tinfo: dict = {}
+    trap, _ = B.trap_bound(g, want_critical=True, time_budget=0.25 * run.time_limit, info=tinfo)
+    info["bounds"] = {"initial": B.initial_bound(g), "per_op": B.per_op_bound(g), "final": B.final_bound(g),
+                      "trap": trap}
+    if not tinfo.get("complete", True):
+        info["bounds"]["trap_stopped_by_budget"] = True
+    run.lb = max(run.lb, trap, info["bounds"]["per_op"], info["bounds"]["final"])
+    o, pk, nm, peaks = _heuristics(g, run.lb, run.deadline)
+    info["heuristics"] = peaks
+    run.order, run.peak, run.ub_by = o, pk, nm
+    run.say(f"lower bound {run.lb} (trap), best heuristic {nm}: {pk}")
+    if run.certified():
+        run.by = "bounds"
+        return True
+    t = time.perf_counter()
+    pb = B.pair_bound(g, [o, g.given_order()], base=run.lb,
+                      time_budget=pair_budget if pair_budget is not None else min(2.0, 0.05 * run.time_limit))
+    info["bounds"]["pair"] = pb
+    if pb > run.lb:
+        run.lb = pb
+        run.say(f"pair bound raises the lower bound to {pb} ({time.perf_counter() - t:.2f}s)")
+        if run.certified():
+            run.by = "bounds"
+            return True
+    return False
+
+
+def _split_into_segments(run: _Run) -> None:
+    """Step 2: the forced segments (:func:`forced_segments`), each as its own subproblem
+    (:func:`make_part`) with the incumbent's order restricted to it. O(n (n + T)) for the
+    subproblems (each reads every tensor once)."""
+    g = run.g
+    segs = forced_segments(g)
+    run.info["segments"] = len(segs)
+    parts = []
+    before = 0
+    pos = {v: k for k, v in enumerate(run.order)}
+    for s in segs:
+        P = make_part(g, before, s)
+        for u in s:
+            before |= 1 << u
+        sub_order = sorted(range(len(s)), key=lambda i: pos[P.ops[i]])
+        parts.append([P, sub_order, order_peak(P.graph, sub_order) + P.offset])
+    run.say(f"{len(segs)} forced segment(s); largest has {max(len(s) for s in segs)} operators")
+    run.parts = parts
+
+
+def _solve_segments(run: _Run, *, workers: int, seed: int, dp_states: int, use_cpsat: bool) -> None:
+    """Step 3: the segments whose peak is above the global bound, hardest first, each by
+    its heuristics and :func:`_solve_segment`, down to the global bound only."""
+    g, parts = run.g, run.parts
+    n = g.n_ops
+    for k in sorted(range(len(parts)), key=lambda k: -parts[k][2]):
+        P, so, seg_peak = parts[k]
+        if seg_peak <= run.lb:
+            continue
+        sg = P.graph
+        theta = run.lb - P.offset  # the segment only has to reach the global bound
+        if sg.n_ops < 0.9 * n:  # (the whole graph's heuristics already ran)
+            o, pk, nm, _ = _heuristics(sg, theta, run.deadline)
+            if pk < order_peak(sg, so):
+                so = o
+        parts[k][1], parts[k][2] = so, order_peak(sg, so) + P.offset
+        if parts[k][2] <= run.lb:
+            continue
+        run.say(f"segment of {sg.n_ops} operators: peak {parts[k][2]}, target {run.lb}")
+        so, seg_lb, by, interrupted = _solve_segment(sg, so, theta, run.deadline, workers=workers, seed=seed,
+                                                     dp_states=dp_states, use_cpsat=use_cpsat,
+                                                     stats=run.info["stats"], say=run.say, offset=P.offset)
+        run.lb = max(run.lb, seg_lb + P.offset)
+        if by:
+            run.by = by
+        run.interrupted = run.interrupted or interrupted
+        parts[k][1], parts[k][2] = so, order_peak(sg, so) + P.offset
+        run.assemble()
+        if run.interrupted:
+            break
+        if time.perf_counter() > run.deadline and not run.certified():
+            run.timed_out = True
+            break
+    run.assemble()
+
+
+def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: int = 0,
+                progress: bool = False, *, dp_states: int = 300_000, use_cpsat: bool = True,
+                pair_budget: float | None = None) -> SolveResult:
+    """Minimum-peak topological order of ``graph`` with a proof of optimality.
+
+    Parameters
+    ----------
+    graph : Graph
+    time_limit : float
+        Seconds for the whole solve (wall clock).
+    workers, seed : int
+        CP-SAT workers and random seed.
+    progress : bool
+        Print progress lines to stderr.
+    dp_states : int
+        State cap of the down-set DP (past it the DP proves nothing).
+    use_cpsat : bool
+        Run the CP-SAT model on segments the other methods do not close.
+    pair_budget : float, optional
+        Seconds for the pair bound (default min(2, 5 % of the limit)).
+
+    Returns
+    -------
+    SolveResult
+        Evaluated by ``make_result``, with ``lower_bound`` set and extra keys
+        ``certified`` (peak == lower_bound), ``certified_by`` (bounds | dp | split |
+        lns | cpsat | none), ``upper_bound_by``, ``segments``, ``time_to_certify_s``,
+        ``heuristics`` (peak of each heuristic) and ``bounds``. Status: optimal when
+        certified, timeout when the time limit or an interrupt stopped it first,
+        feasible otherwise.
+
+    Notes
+    -----
+    Steps (module docstring): :func:`_bounds_and_heuristics`, :func:`_split_into_segments`,
+    :func:`_solve_segments`. A KeyboardInterrupt returns the best order so far.
+
+    References
+    ----------
+    Proofs of the bounds and the decomposition: docs/bounds.md."""
+    params = {"time_limit": time_limit, "workers": workers, "seed": seed, "dp_states": dp_states}
+    run = _Run(graph, time_limit, params, progress)
     try:
-        if n == 0:
-            state["peak"] = B.initial_bound(g)
-            state["by"] = "bounds"
-            certified()
-            return finish()
-        # 1. bounds and heuristics
-        tinfo: dict = {}
-        trap, _ = B.trap_bound(g, want_critical=True, time_budget=0.25 * time_limit, info=tinfo)
-        info["bounds"] = {"initial": B.initial_bound(g), "per_op": B.per_op_bound(g), "final": B.final_bound(g),
-                          "trap": trap}
-        if not tinfo.get("complete", True):
-            info["bounds"]["trap_stopped_by_budget"] = True
-        state["lb"] = max(state["lb"], trap, info["bounds"]["per_op"], info["bounds"]["final"])
-        o, pk, nm, peaks = _heuristics(g, state["lb"], deadline)
-        info["heuristics"] = peaks
-        state.update(order=o, peak=pk, ub_by=nm)
-        say(f"lower bound {state['lb']} (trap), best heuristic {nm}: {pk}")
-        if certified():
-            state["by"] = "bounds"
-            return finish()
-        t = time.perf_counter()
-        pb = B.pair_bound(g, [o, g.given_order()], base=state["lb"],
-                          time_budget=pair_budget if pair_budget is not None else min(2.0, 0.05 * time_limit))
-        info["bounds"]["pair"] = pb
-        if pb > state["lb"]:
-            state["lb"] = pb
-            say(f"pair bound raises the lower bound to {pb} ({time.perf_counter() - t:.2f}s)")
-            if certified():
-                state["by"] = "bounds"
-                return finish()
-        # 2. segments
-        segs = forced_segments(g)
-        info["segments"] = len(segs)
-        parts = []
-        before = 0
-        pos = {v: k for k, v in enumerate(state["order"])}
-        for s in segs:
-            P = make_part(g, before, s)
-            for u in s:
-                before |= 1 << u
-            sub_order = sorted(range(len(s)), key=lambda i: pos[P.ops[i]])
-            parts.append([P, sub_order, order_peak(P.graph, sub_order) + P.offset])
-        say(f"{len(segs)} forced segment(s); largest has {max(len(s) for s in segs)} operators")
-        state["seg_orders"] = parts
-
-        def assemble():
-            order = []
-            for P, so, _ in parts:
-                order += [P.ops[i] for i in so]
-            state["order"] = order
-            state["peak"] = max([B.initial_bound(g)] + [pk for _, _, pk in parts])
-
-        # hardest segments first
-        todo = sorted(range(len(parts)), key=lambda k: -parts[k][2])
-        for k in todo:
-            P, so, seg_peak = parts[k]
-            if seg_peak <= state["lb"]:
-                continue
-            sg = P.graph
-            theta = state["lb"] - P.offset  # the segment only has to reach the global bound
-            if sg.n_ops < 0.9 * n:  # (the whole graph's heuristics already ran)
-                o, pk, nm, _ = _heuristics(sg, theta, deadline)
-                if pk < order_peak(sg, so):
-                    so = o
-            parts[k][1], parts[k][2] = so, order_peak(sg, so) + P.offset
-            if parts[k][2] <= state["lb"]:
-                continue
-            say(f"segment of {sg.n_ops} operators: peak {parts[k][2]}, target {state['lb']}")
-            so, seg_lb, by, interrupted = _solve_segment(sg, so, theta, deadline, workers=workers, seed=seed,
-                                                         dp_states=dp_states, use_cpsat=use_cpsat, stats=info["stats"],
-                                                         say=say, offset=P.offset)
-            state["lb"] = max(state["lb"], seg_lb + P.offset)
-            if by:
-                state["by"] = by
-            if interrupted:
-                state["interrupted"] = True
-            parts[k][1], parts[k][2] = so, order_peak(sg, so) + P.offset
-            assemble()
-            if state["interrupted"]:
-                break
-            if time.perf_counter() > deadline and not certified():
-                state["timed_out"] = True
-                break
-        assemble()
-        certified()
-        return finish()
+        if graph.n_ops == 0:
+            run.peak, run.by = B.initial_bound(graph), "bounds"
+            run.certified()
+            return run.finish()
+        if _bounds_and_heuristics(run, pair_budget):
+            return run.finish()
+        _split_into_segments(run)
+        _solve_segments(run, workers=workers, seed=seed, dp_states=dp_states, use_cpsat=use_cpsat)
+        run.certified()
+        return run.finish()
     except KeyboardInterrupt:
-        state["interrupted"] = True
-        if state["seg_orders"] is not None:
-            parts = state["seg_orders"]
-            order = []
-            for P, so, _ in parts:
-                order += [P.ops[i] for i in so]
-            state["order"], state["peak"] = order, None
-        return finish()
+        run.interrupted = True
+        if run.parts is not None:
+            run.assemble()
+            run.peak = None
+        return run.finish()
