@@ -20,46 +20,67 @@ def _status_text(rep: CrosscheckReport, r: Row) -> str:
     return r.status
 
 
-def format_report(rep: CrosscheckReport) -> str:
+def _best_order_bound(rep: CrosscheckReport):
+    """The best proven lower bound on an order's peak: the bounds' or the exact solve's."""
+    lb = rep.order_lower_bound
+    exact = next((r for r in rep.rows if r.method == "exact"), None)
+    if exact is not None and exact.lower_bound is not None:
+        lb = max(lb or 0, exact.lower_bound)
+    return lb
 
-    g = rep.graph
-    best_order_lb = rep.order_lower_bound
-    exact_order = next((r for r in rep.rows if r.method == "exact"), None)
-    if exact_order is not None and exact_order.lower_bound is not None:
-        best_order_lb = max(best_order_lb or 0, exact_order.lower_bound)
+
+def _table_rows(rep: CrosscheckReport, order_lb) -> list[list[str]]:
+    """One table row per method; the gap is to the order bound (peak) or the remat bound (compute)."""
     remat_lb = max((r.lower_bound for r in rep.rows
-                    if r.problem == "remat" and r.global_claims and r.lower_bound is not None),
-                   default=None)
+                    if r.problem == "remat" and r.global_claims and r.lower_bound is not None), default=None)
     rows = []
     for r in rep.rows:
         realized = ", ".join(f"{fmt_bytes(m['realized_peak'])}" if k.endswith(':cpu') and len(rep.backends) == 1
                              else f"{k}={m['realized_peak']}" for k, m in r.realized.items()) or "-"
         if r.problem == "order":
-            gap = None if r.peak is None or not best_order_lb else (r.peak - best_order_lb) / r.peak
+            gap = None if r.peak is None or not order_lb else (r.peak - order_lb) / r.peak
         else:
             gap = None if r.compute is None or remat_lb is None or not r.compute else (r.compute - remat_lb) / r.compute
         pct = rep.extra_pct(r)
-        rows.append([r.method, "order" if r.problem == "order" else "remat",
-                     fmt_bytes(r.peak) if r.peak is not None else "-", realized,
+        rows.append([r.method, r.problem, fmt_bytes(r.peak) if r.peak is not None else "-", realized,
                      "-" if pct is None else f"{pct:+.2f}%", _status_text(rep, r),
                      "-" if gap is None else f"{100 * gap:.2f}% " + ("peak" if r.problem == "order" else "compute")])
-    head = [f"graph {g.name}: {g.n_ops} operators, given-order peak {fmt_bytes(_given_peak(rep))}",
-            f"remat budget: {fmt_bytes(rep.budget)}" + (f" ({rep.budget_ratio} x given peak)" if rep.budget_ratio else "")
-            + (", free order" if rep.order == "free" else ", first computations in the given order")
-            + " (remat statuses are claims about this problem; a class result is shown in brackets)",
-            f"best proven lower bound on the peak: {fmt_bytes(best_order_lb)}",
-            f"programs run on: {', '.join(rep.backends) or 'none'}"
-            + (f" (every size divided by {rep.exec_scale}; realized peaks are of that scaled program)"
-               if rep.exec_scale > 1 else ""), ""]
-    body = table(rows, ["method", "problem", "modeled peak", "realized peak", "extra compute", "status",
-                        "gap to bound (order rows: peak; remat rows: compute)"])
+    return rows
+
+
+def _head(rep: CrosscheckReport, order_lb) -> list[str]:
+    g = rep.graph
+    head = [f"graph {g.name}: {g.n_ops} operators, given-order peak {fmt_bytes(_given_peak(rep))}"]
+    if rep.status == "interrupted":
+        head.append(f"status: interrupted (Ctrl-C) in the {rep.interrupted_in} phase after {rep.steps_done} of "
+                    f"{rep.steps_total} steps; the rows below are those finished before it")
+    budget = "- (not reached)" if rep.budget is None else fmt_bytes(rep.budget)
+    ratio = f" ({rep.budget_ratio} x given peak)" if rep.budget_ratio else ""
+    scope = ", free order" if rep.order == "free" else ", first computations in the given order"
+    scaled = (f" (every size divided by {rep.exec_scale}; realized peaks are of that scaled program)"
+              if rep.exec_scale > 1 else "")
+    return head + [f"remat budget: {budget}{ratio}{scope} (remat statuses are claims about this problem; "
+                   "a class result is shown in brackets)",
+                   f"best proven lower bound on the peak: {fmt_bytes(order_lb)}",
+                   f"programs run on: {', '.join(rep.backends) or 'none'}{scaled}", ""]
+
+
+def _verdict(rep: CrosscheckReport) -> str:
     if rep.disagreements:
-        verdict = "\nVERDICT: DISAGREEMENT\n" + "\n".join(f"  - {d}" for d in rep.disagreements)
-    else:
-        verdict = (f"\nVERDICT: all {sum(1 for r in rep.rows if r.schedule is not None)} schedules agree: "
-                   f"evaluator == solver claims, realized == modeled, identical outputs, no bound above a feasible value "
-                   f"({rep.wall_s:.1f} s)")
-    return "\n".join(head) + body + "\n" + verdict
+        return "VERDICT: DISAGREEMENT\n" + "\n".join(f"  - {d}" for d in rep.disagreements)
+    n = sum(1 for r in rep.rows if r.schedule is not None)
+    partial = " (partial: the rows finished before Ctrl-C)" if rep.status == "interrupted" else ""
+    ran = "realized == modeled, identical outputs, " if rep.backends else "(no program run), "
+    return (f"VERDICT{partial}: all {n} schedules agree: evaluator == solver claims, {ran}"
+            f"no bound above a feasible value ({rep.wall_s:.1f} s)")
+
+
+def format_report(rep: CrosscheckReport) -> str:
+    """The text report: what was asked, one row per method, and the verdict."""
+    lb = _best_order_bound(rep)
+    body = table(_table_rows(rep, lb), ["method", "problem", "modeled peak", "realized peak", "extra compute",
+                                        "status", "gap to bound (order rows: peak; remat rows: compute)"])
+    return "\n".join(_head(rep, lb)) + body + "\n\n" + _verdict(rep)
 
 
 def _given_peak(rep: CrosscheckReport):
@@ -124,6 +145,23 @@ def plot_timelines(rep: CrosscheckReport, path: str) -> None:
     save_figure(timelines_figure(rep), path, "--plot", dpi=120, bbox_inches="tight")
 
 
+def step_text(rep_graph, step) -> str:
+    """One progress line for a finished cross-check step, in bytes and compute units."""
+    r = step.row
+    if step.phase == "bounds":
+        return f"bounds: lower bound on an order's peak {fmt_bytes(step.lower_bound)}"
+    if step.phase == "programs":
+        return f"ran {step.count} programs on {step.method}" + (f" ({step.note})" if step.note else "")
+    if r is None:
+        return f"{step.method}: {step.note}"
+    if r.problem == "order":
+        return f"order {r.method}: peak {fmt_bytes(r.claimed_peak)}" + ("" if r.method != "exact" else f" ({r.status})")
+    base = rep_graph.total_cost()
+    extra = "" if r.claimed_compute is None or not base else f" (+{100 * (r.claimed_compute - base) / base:.2f}%)"
+    comp = "no schedule" if r.claimed_compute is None else f"compute {r.claimed_compute:.6g}{extra}"
+    return f"remat {r.method.removeprefix('remat-')} at budget {fmt_bytes(step.budget)}: {r.status}, {comp}"
+
+
 def cli(args) -> int:
     import json
     import sys
@@ -131,36 +169,35 @@ def cli(args) -> int:
     from memsched.instances import load_graph
 
     from memsched.cli.fmt import solver_output_to_stderr
+    from memsched.cli.interrupts import interrupted
     from memsched.cli.paths import check_plot
+    from memsched.cli.progress import ProgressBar
 
     if args.plot:
         check_plot(args.plot)
     g = load_graph(args.graph)
-    quiet = args.json
-    from memsched.cli.interrupts import interrupted
-
-    def progress(line):
-        if not quiet:
-            print(f"  .. {line}", file=sys.stderr, flush=True)
-        if interrupted():  # a solver swallowed the Ctrl-C to return its best: stop the cross-check here
-            raise KeyboardInterrupt
-
-    with solver_output_to_stderr():
+    with solver_output_to_stderr(), ProgressBar("crosscheck", 0, enabled=not args.json, every=1) as bar:
         from memsched.solvers.crosscheck import crosscheck
 
-        rep = crosscheck(g, budget=args.budget, time_limit=args.time_limit, order=getattr(args, "order", "free"), progress=progress)
-    if args.plot:
+        def progress(step):
+            bar.update(step.done, step_text(g, step), total=step.total)
+            if interrupted():  # a solver swallowed the Ctrl-C to return its best: stop the cross-check here
+                raise KeyboardInterrupt
+
+        rep = crosscheck(g, budget=args.budget, time_limit=args.time_limit, order=args.order, progress=progress)
+    stopped = rep.status == "interrupted"
+    if args.plot and not stopped:
         plot_timelines(rep, args.plot)
     if args.json:
         print(json.dumps(rep.to_json(), default=str))
     else:
         print(format_report(rep))
         if args.plot:
-            print(f"timelines plotted to {args.plot}")
+            print(f"timelines plotted to {args.plot}" if not stopped else f"no plot drawn (interrupted): {args.plot}")
     if rep.disagreements:
         print(f"memsched crosscheck: {len(rep.disagreements)} disagreement(s): {rep.disagreements[0]}", file=sys.stderr)
         return 1
-    return 0
+    return 130 if stopped else 0
 
 
 def add_parsers(sub) -> None:

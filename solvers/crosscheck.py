@@ -30,11 +30,11 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from memsched.formulations import Graph, Schedule, evaluate
+from memsched.formulations import Graph, MemschedError, Schedule, evaluate
 from memsched.formulations.evaluator import ScheduleError
 from memsched.formulations.problems import check_order_scope, first_computations_follow
 
-__all__ = ["Row", "CrosscheckReport", "crosscheck", "find_disagreements", ]
+__all__ = ["Row", "Step", "CrosscheckReport", "crosscheck", "find_disagreements"]
 
 RATIOS = (0.7, 0.8, 0.9)  # the default budget is the smallest of these that is feasible
 MILP_MAX_OPS = 120
@@ -82,10 +82,17 @@ class CrosscheckReport:
     wall_s: float
     exec_scale: int = 1  # programs ran with every size divided by this (1 = real sizes)
     order: str = "free"  # the remat problem's order scope
+    status: str = "complete"  # or "interrupted" (Ctrl-C): the rows are those finished before it
+    interrupted_in: str | None = None  # the phase Ctrl-C stopped: heuristic orders, bounds, exact order, remat, programs
+    steps_done: int = 0
+    steps_total: int = 0
 
     def to_json(self) -> dict:
         return {
             "graph": self.graph.name,
+            "status": self.status,
+            "interrupted_in": self.interrupted_in,
+            "steps": [self.steps_done, self.steps_total],
             "budget": self.budget,
             "budget_ratio": self.budget_ratio,
             "order": self.order,
@@ -191,12 +198,11 @@ def find_disagreements(graph: Graph, rows: list[Row], *, budget: int | None, ord
 
 
 # ------------------------------------------------------------------- runs
-def _row_from_result(res, method: str, problem: str) -> Row:
-    claimed_peak = res.peak
-    claimed_compute = res.compute
-    r = Row(method=method, problem=problem, status=res.status, schedule=res.schedule, claimed_peak=claimed_peak,
-            claimed_compute=claimed_compute, lower_bound=res.lower_bound, wall_s=res.wall_s, message=res.message)
-    return r
+def _row_from_result(res, method: str, problem: str, json: dict | None = None) -> Row:
+    """A row holding ``res``'s claims (the evaluator's figures are filled in later)."""
+    return Row(method=method, problem=problem, status=res.status, schedule=res.schedule, claimed_peak=res.peak,
+               claimed_compute=res.compute, lower_bound=res.lower_bound, wall_s=res.wall_s, message=res.message,
+               json=json or {})
 
 
 def _available_backends(device_check: bool = True) -> list[tuple[str, str]]:
@@ -212,110 +218,186 @@ def _available_backends(device_check: bool = True) -> list[tuple[str, str]]:
     return out
 
 
-def crosscheck(graph: Graph, *, budget: float | None = None, time_limit: float = 30.0, run_programs: bool = True,
-               backends: list[tuple[str, str]] | None = None, progress=None, order: str = "free") -> CrosscheckReport:
-    """Run everything on ``graph`` and return the report (see module docstring).
+@dataclass
+class Step:
+    """One finished step of a cross-check, handed to ``progress`` (the caller formats it).
 
-    ``budget``: ratio (<= 1) of the given order's peak or bytes; default the smallest of
-    0.7/0.8/0.9 at which the exact remat finds a schedule. ``progress``: a callable
-    receiving one line per finished step. ``order``: the remat problem's order scope
-    ("free", or "given": first computations in the given order)."""
-    check_order_scope(order)
+    ``phase`` is "heuristic orders" or "exact order" (``row`` is set), "bounds"
+    (``lower_bound`` on the peak of an order), "remat" (``row``; ``budget`` in bytes), or
+    "programs" (``method`` names the backend, ``count`` programs ran there). ``done``/``total``
+    count steps; ``total`` is the plan and grows if the default budget needs another try."""
+
+    done: int
+    total: int
+    phase: str
+    method: str
+    row: Row | None = None
+    lower_bound: float | None = None
+    budget: int | None = None
+    count: int = 0
+    note: str = ""
+
+
+class _Run:
+    """The state of one cross-check while it runs: rows so far, the step count, and the
+    ``progress`` callback (which may raise KeyboardInterrupt to stop the run)."""
+
+    def __init__(self, graph: Graph, time_limit: float, order: str, progress, total: int):
+        self.graph, self.time_limit, self.order = graph, time_limit, order
+        self.progress = progress
+        self.rows: list[Row] = []
+        self.done, self.total = 0, total
+        self.lb = None
+        self.budget = self.ratio = None
+        self.backends: list[str] = []
+        self.scale = 1
+        self.phase = "heuristic orders"
+
+    def step(self, phase: str, method: str, **kw) -> None:
+        self.done += 1
+        self.total = max(self.total, self.done)
+        if self.progress is not None:
+            self.progress(Step(self.done, self.total, phase, method, **kw))
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+        self.step(self.phase, row.method, row=row, budget=self.budget)
+
+
+def _plan(graph: Graph, backends: list) -> int:
+    """How many steps a cross-check of ``graph`` takes (before any extra budget tries)."""
+    from memsched.solvers.ordering.heuristics import HEURISTICS
+
+    orders = sum(1 for name in HEURISTICS if name != "liu" or graph.is_tree())
+    remat = 1 + (graph.n_ops <= MILP_MAX_OPS) + len(BASELINES) + 1
+    return orders + 2 + remat + len(backends)
+
+
+BASELINES = ("checkpoint-all", "chen-sqrt", "revolve", "dtr-greedy")
+
+
+def _orders(st: _Run) -> None:
+    """Phase 1: every heuristic order, the lower bounds, the exact order."""
     from memsched.solvers.ordering import bounds as bounds_mod
     from memsched.solvers.ordering import dispatch as ordering
-    from memsched.solvers.remat import dispatch as remat
     from memsched.solvers.ordering.exact import solve_exact
     from memsched.solvers.ordering.heuristics import HEURISTICS
-    import memsched.solvers.dtr as dtr
 
-    say = progress or (lambda s: None)
-    t0 = time.perf_counter()
-    rows: list[Row] = []
-
-    # 1. orders
+    g = st.graph
+    st.phase = "heuristic orders"
     for name in HEURISTICS:
-        if name == "liu" and not graph.is_tree():
+        if name == "liu" and not g.is_tree():
             continue
-        res = ordering.solve_order(graph, method=name)
-        rows.append(_row_from_result(res, name, "order"))
-        rows[-1].json = res.to_json(graph)
-        say(f"order {name}: peak {res.peak}")
-    rep = bounds_mod.bound_report(graph)
-    lb = rep["lower_bound"]
-    say(f"bounds: {lb}")
-    ex = solve_exact(graph, time_limit=time_limit, workers=2)
-    r = _row_from_result(ex, "exact", "order")
-    r.json = ex.to_json(graph)
-    rows.append(r)
-    say(f"exact order: peak {ex.peak} ({ex.status})")
+        res = ordering.solve_order(g, method=name)
+        st.add(_row_from_result(res, name, "order", res.to_json(g)))
+    st.phase = "bounds"
+    st.lb = bounds_mod.bound_report(g)["lower_bound"]
+    st.step("bounds", "bounds", lower_bound=st.lb)
+    st.phase = "exact order"
+    ex = solve_exact(g, time_limit=st.time_limit, workers=2)
+    st.add(_row_from_result(ex, "exact", "order", ex.to_json(g)))
 
-    # 2. remat at a budget
-    baseline = graph.total_cost()
-    ratio = None
-    chosen = None
-    cp_res = None
+
+def _remat(st: _Run, budget) -> None:
+    """Phase 2: remat at the asked budget (default: the smallest of RATIOS at which cp finds
+    a schedule), by cp, the MILP where it fits, the static baselines and DTR."""
+    import memsched.solvers.dtr as dtr
+    from memsched.solvers.remat import dispatch as remat
+
+    g, order = st.graph, st.order
+    st.phase = "remat"
     candidates = [budget] if budget is not None else list(RATIOS)
-    for b in candidates:
-        bb = remat.resolve_budget(graph, b)
-        res = remat.solve_remat(graph, b, method="cp", time_limit=time_limit, cap=None, order=order)
-        say(f"remat cp at {b}: {res.status}")
-        if res.schedule is not None or budget is not None:
-            chosen, cp_res, ratio = bb, res, (b if b <= 1 else None)
+    for k, b in enumerate(candidates):
+        st.budget = remat.resolve_budget(g, b)
+        st.ratio = b if b <= 1 else None
+        res = remat.solve_remat(g, b, method="cp", time_limit=st.time_limit, cap=None, order=order)
+        last = k == len(candidates) - 1
+        if res.schedule is not None or last:  # nothing feasible even at the last ratio: report that attempt
+            st.add(_row_from_result(res, "remat-cp", "remat", remat.result_json(g, res)))
             break
-    if chosen is None:  # nothing feasible even at 0.9: report the 0.9 attempt
-        chosen, cp_res, ratio = remat.resolve_budget(graph, RATIOS[-1]), res, RATIOS[-1]
-    remat_results = [("remat-cp", cp_res)]
-    if graph.n_ops <= MILP_MAX_OPS:
-        remat_results.append(("remat-milp", remat.solve_remat(graph, chosen, method="milp", time_limit=time_limit,
-                                                              order=order)))
-    for m in ("checkpoint-all", "chen-sqrt", "revolve", "dtr-greedy"):
+        st.total += 1
+        st.step("remat", "remat-cp", note=f"no schedule at {b}; trying the next ratio", budget=st.budget)
+    methods = (["remat-milp"] if g.n_ops <= MILP_MAX_OPS else []) + list(BASELINES)
+    for m in methods:
         try:
-            remat_results.append((m, remat.solve_remat(graph, chosen, method=m, time_limit=time_limit, order=order)))
-        except Exception as e:  # a baseline that does not apply to this graph class says so
-            rows.append(Row(method=m, problem="remat", status="n/a", message=str(e)))
-    for m, res in remat_results:
-        row = _row_from_result(res, m, "remat")
-        row.json = remat.result_json(graph, res)
-        rows.append(row)
-        say(f"{m}: {res.status} compute {res.compute}")
-    d = dtr.replay_graph(graph, chosen, heuristic="dtr")
+            res = remat.solve_remat(g, st.budget, method=m.removeprefix("remat-"), time_limit=st.time_limit,
+                                    order=order)
+        except MemschedError as e:  # a baseline that does not apply to this graph class says so
+            st.add(Row(method=m, problem="remat", status="n/a", message=str(e)))
+            continue
+        st.add(_row_from_result(res, m, "remat", remat.result_json(g, res)))
+    d = dtr.replay_graph(g, st.budget, heuristic="dtr")
     d.scope = "heuristic"
     if d.status == "infeasible":  # the online heuristic found nothing: that proves nothing
         d.class_status, d.status = None, "unknown"
-    row = _row_from_result(d, "dtr", "remat")
-    row.json = d.to_json(graph)
-    rows.append(row)
-    say(f"dtr: {d.status}")
+    st.add(_row_from_result(d, "dtr", "remat", d.to_json(g)))
 
-    # 3. execute: every schedule, one subprocess per backend; graphs whose peaks exceed
-    # EXEC_MAX_BYTES run with every size divided by a common scale (rounded up)
+
+def _execute(st: _Run, backends: list[tuple[str, str]]) -> None:
+    """Phase 3: every schedule as a program, one subprocess per backend; graphs whose peaks
+    exceed EXEC_MAX_BYTES run with every size divided by a common scale (rounded up)."""
+    from memsched.solvers.executors import run_schedules
+
+    st.phase = "programs"
+    ran = [r for r in st.rows if r.schedule is not None]
+    if not ran:
+        return
+    top = max(evaluate(st.graph, r.schedule).peak for r in ran)
+    st.scale = max(1, -(-top // EXEC_MAX_BYTES))
+    for be, dev in backends:
+        ms = run_schedules(st.graph, [r.schedule for r in ran], backend=be, device=dev, scale=st.scale)
+        for r, m in zip(ran, ms):
+            r.realized[f"{be}:{dev}"] = {"realized_peak": m["realized_peak"], "modeled_peak": m["modeled_peak"],
+                                         "output_hash": m["output_hash"], "scale": st.scale}
+        st.backends.append(f"{be}:{dev}")
+        st.step("programs", f"{be}:{dev}", count=len(ran), note=f"sizes / {st.scale}" if st.scale > 1 else "")
+
+
+def crosscheck(graph: Graph, *, budget: float | None = None, time_limit: float = 30.0, run_programs: bool = True,
+               backends: list[tuple[str, str]] | None = None, progress=None, order: str = "free") -> CrosscheckReport:
+    """Solve ``graph`` every way and check every answer against the others.
+
+    Parameters
+    ----------
+    graph : Graph
+    budget : float or int, optional
+        The remat budget: a ratio (<= 1) of the given order's peak, or bytes. Default: the
+        smallest of ``RATIOS`` at which the exact remat (cp) finds a schedule.
+    time_limit : float
+        Seconds for each exact solve (exact order, remat cp, MILP, baselines).
+    run_programs : bool
+        Emit and run every schedule (on ``backends``, default numpy and torch when installed).
+    progress : callable, optional
+        Called with a :class:`Step` after every step. If it raises KeyboardInterrupt (as the
+        command line does after Ctrl-C), the cross-check stops there.
+    order : {"free", "given"}
+        The remat problem's order scope ("given": first computations in the given order).
+
+    Returns
+    -------
+    CrosscheckReport
+        Every finished row, re-judged by the evaluator, and the disagreements among them.
+        After Ctrl-C (KeyboardInterrupt, raised by a step or by a solver that does not
+        catch it), ``status`` is "interrupted" and the rows are those finished before it;
+        the checks hold for those rows.
+
+    Complexity: the sum of the solvers' time limits, plus one program run per schedule and backend.
+    """
+    check_order_scope(order)
+    t0 = time.perf_counter()
     backends = backends if backends is not None else (_available_backends() if run_programs else [])
-    scale = 1
-    if backends:
-        from memsched.solvers.executors import run_schedules
-
-        ran = [r for r in rows if r.schedule is not None]
-        top = max(evaluate(graph, r.schedule).peak for r in ran)
-        scale = max(1, -(-top // EXEC_MAX_BYTES))
-        for be, dev in backends:
-            ms = run_schedules(graph, [r.schedule for r in ran], backend=be, device=dev, scale=scale)
-            for r, m in zip(ran, ms):
-                r.realized[f"{be}:{dev}"] = {"realized_peak": m["realized_peak"], "modeled_peak": m["modeled_peak"],
-                                             "output_hash": m["output_hash"], "scale": scale}
-            say(f"ran {len(ran)} programs on {be}:{dev}" + (f" (sizes / {scale})" if scale > 1 else ""))
-    dis = find_disagreements(graph, rows, budget=chosen, order_lower_bound=lb, order=order)
-    return CrosscheckReport(graph=graph, budget=chosen, budget_ratio=ratio, rows=rows, order_lower_bound=lb,
-                            baseline_compute=baseline, disagreements=dis,
-                            backends=[f"{b}:{d}" for b, d in backends], wall_s=time.perf_counter() - t0,
-                            exec_scale=scale, order=order)
-
-
-# ----------------------------------------------------------------- output
-
-
-
-
-
-
-
-
+    st = _Run(graph, time_limit, order, progress, _plan(graph, backends))
+    status = "complete"
+    try:
+        _orders(st)
+        _remat(st, budget)
+        if backends:
+            _execute(st, backends)
+    except KeyboardInterrupt:
+        status = "interrupted"
+    dis = find_disagreements(graph, st.rows, budget=st.budget, order_lower_bound=st.lb, order=order)
+    return CrosscheckReport(graph=graph, budget=st.budget, budget_ratio=st.ratio, rows=st.rows,
+                            order_lower_bound=st.lb, baseline_compute=graph.total_cost(), disagreements=dis,
+                            backends=st.backends, wall_s=time.perf_counter() - t0, exec_scale=st.scale, order=order,
+                            status=status, interrupted_in=st.phase if status == "interrupted" else None,
+                            steps_done=st.done, steps_total=st.total)

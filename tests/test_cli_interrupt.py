@@ -111,10 +111,33 @@ def test_pareto_interrupted_keeps_solved_budgets():
     assert "optimal" in out  # the first budget's row is kept
 
 
-def test_crosscheck_interrupted_during_the_exact_solves():
-    rc, out, err, dt = interrupt(["crosscheck", G100, "--time-limit", "60"], when="bounds:", after=0.5)
-    _check(rc, out, err, dt)
-    assert "interrupted" in err
+# (stderr line that ends the previous step, the phase Ctrl-C then lands in, rows finished by then)
+CROSSCHECK_PHASES = [
+    ("order best:", "bounds", {"given", "best"}),
+    ("bounds:", "exact order", {"given", "best"}),
+    ("order exact:", "remat", {"best", "exact"}),
+    ("remat cp at", "remat", {"exact", "remat-cp"}),
+    ("remat dtr at", "programs", {"exact", "remat-cp", "remat-milp", "dtr-greedy", "dtr"}),
+]
+
+
+@pytest.mark.parametrize("when,phase,rows", CROSSCHECK_PHASES, ids=[p[1] + ":" + p[0] for p in CROSSCHECK_PHASES])
+def test_crosscheck_interrupted_in_each_phase_prints_the_partial_report(when, phase, rows):
+    """Ctrl-C in every phase: exit 130 within the limit, the report of the rows finished so
+    far on stdout with status interrupted and the phase named, no verdict claimed for the rest."""
+    rc, out, err, dt = interrupt(["crosscheck", G100, "--time-limit", "60"], when=when, after=0.3)
+    out = _check(rc, out, err, dt)
+    assert f"status: interrupted (Ctrl-C) in the {phase} phase" in out, out[:600]
+    methods = {line.split()[0] for line in out.splitlines()[6:] if line and not line.startswith(("-", "VERDICT", "method"))}
+    assert rows <= methods, (rows, methods)
+    assert "VERDICT (partial" in out, out[-400:]
+
+
+def test_crosscheck_interrupted_json_is_one_object_with_the_rows_so_far():
+    rc, out, err, dt = interrupt(["crosscheck", G100, "--time-limit", "60", "--json"], after=6.0)
+    d = _check(rc, out, err, dt, json_out=True)
+    assert d["interrupted_in"] in ("bounds", "exact order", "remat") and d["rows"], d
+    assert all(r["method"] for r in d["rows"]) and d["steps"][0] == len(d["rows"]) + (d["order_lower_bound"] is not None)
 
 
 def test_bench_interrupted_keeps_finished_runs_and_says_how_to_resume(tmp_path):
