@@ -12,18 +12,24 @@ __all__ = ["bench", "report"]
 
 
 def bench(args) -> int:
+    from memsched.solvers.harness.spec import load_spec
     from memsched.solvers.harness.sweep import run_sweep
 
     from memsched.cli.paths import check_output
+    from memsched.cli.progress import ProgressBar
 
     if args.jobs is not None and args.jobs < 1:
         raise MemschedError(f"--jobs must be at least 1, got {args.jobs}")
     if args.output:
         check_output(args.output, "-o")
+    spec = load_spec(args.spec)
     try:
-        s = run_sweep(args.spec, args.output, jobs=args.jobs, dask=args.dask, resume=args.resume,
-                      progress=not getattr(args, "quiet", False), fsync=getattr(args, "fsync", False),
-                      memory_limit=getattr(args, "memory_limit", None))
+        with ProgressBar(f"bench {spec.name}", 0, enabled=not args.quiet) as bar:
+            def progress(done, total, statuses):
+                bar.update(done, _run_counts(statuses, done, total, bar), total=total)
+
+            s = run_sweep(spec, args.output, jobs=args.jobs, dask=args.dask, resume=args.resume, progress=progress,
+                          fsync=args.fsync, memory_limit=args.memory_limit)
     except KeyboardInterrupt:
         _interrupted_note(args)
         return 130
@@ -40,6 +46,15 @@ def bench(args) -> int:
             print(f"note: {sum(bad.values())} run(s) ended in error/timeout/memory; see their 'message' field",
                   file=sys.stderr)
     return 0
+
+
+def _run_counts(statuses, done: int, total: int, bar) -> str:
+    """``feasible 3, timeout 1, eta 12s``: the statuses of the finished runs and the time left."""
+    import time
+
+    el = time.perf_counter() - bar.t0
+    eta = f", eta {el / done * (total - done):.0f}s" if 0 < done < total else ""
+    return ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())) + eta
 
 
 def _interrupted_note(args) -> None:

@@ -140,17 +140,38 @@ def test_crosscheck_interrupted_json_is_one_object_with_the_rows_so_far():
     assert all(r["method"] for r in d["rows"]) and d["steps"][0] == len(d["rows"]) + (d["order_lower_bound"] is not None)
 
 
-def test_bench_interrupted_keeps_finished_runs_and_says_how_to_resume(tmp_path):
+def _sleep_spec(tmp_path, seconds=1.0):
     spec = tmp_path / "b.toml"
     spec.write_text('name = "b"\ntime_limit = 10\n[[instances]]\ngenerator = "chain"\n'
                     'grid = { n = [4, 5, 6, 7, 8, 9] }\n[[solvers]]\nsolver = "debug.sleep"\n'
-                    'params = { seconds = 1.0 }\n')
+                    f'params = {{ seconds = {seconds} }}\n')
+    return spec
+
+
+def test_bench_interrupted_keeps_finished_runs_and_says_how_to_resume(tmp_path):
+    spec = _sleep_spec(tmp_path)
     res = tmp_path / "r.jsonl"
-    rc, out, err, dt = interrupt(["bench", spec, "-o", res, "--jobs", "1"], when="[bench b] 1/6")
+    rc, out, err, dt = interrupt(["bench", spec, "-o", res, "--jobs", "1"], when="[bench b 1/6")
     _check(rc, out, err, dt)
     assert "--resume" in err and "finished runs are kept" in out
     kept = [json.loads(x) for x in res.read_text().splitlines()]
     assert 1 <= len(kept) < 6
+
+
+def test_bench_interrupted_before_any_run_finished_then_resumed(tmp_path):
+    """Ctrl-C while the workers start and run the first tasks (two jobs, none finished yet on
+    an unloaded machine): exit 130, the note says how to resume, and the resumed sweep runs
+    every run exactly once."""
+    spec = _sleep_spec(tmp_path, 2.0)
+    res = tmp_path / "r.jsonl"
+    rc, out, err, dt = interrupt(["bench", spec, "-o", res, "--jobs", "2", "--json"], after=1.5)
+    d = _check(rc, out, err, dt, json_out=True)
+    assert d["kept"] < 6 and "--resume" in err, (d, err[-500:])
+    p = subprocess.run([sys.executable, "-m", "memsched.cli.main", "bench", str(spec), "-o", str(res), "--resume",
+                        "--jobs", "2", "-q", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-800:]
+    keys = [json.loads(x)["key"] for x in res.read_text().splitlines()]
+    assert len(keys) == 6 == len(set(keys))
 
 
 def test_dtr_sweep_interrupted_while_replaying(tmp_path):

@@ -175,7 +175,7 @@ def test_progress_line_on_stderr(tmp_path, capsys):
     spec = _spec(tmp_path, SLOW.replace("[8, 11, 14]", "[5]").replace("[0, 1, 2, 3]", "[0, 1]"))
     assert memsched.cli.main.main(["bench", str(spec), "-o", str(tmp_path / "r.jsonl"), "--json"]) == 0
     cap = capsys.readouterr()
-    assert "[bench slow] 10/10" in cap.err
+    assert "[bench slow 10/10" in cap.err and "feasible 10" in cap.err
     summary = json.loads(cap.out)
     assert summary["executed"] == 10 and summary["statuses"] == {"feasible": 10}
 

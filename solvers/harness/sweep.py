@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import resource
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -15,42 +14,7 @@ from .spec import Run, Spec, load_spec
 from memsched.solvers.pool.store import ResultStore
 from .worker import memsched_version
 
-__all__ = ["run_sweep", "SweepSummary", "Progress", "base_row"]
-
-
-class Progress:
-    """A one-line progress report on stderr: carriage-return updates on a terminal,
-    else a line every ~5% of the runs (and at the end)."""
-
-    def __init__(self, total: int, label: str = "bench", stream=None, enabled: bool = True):
-        self.total, self.label = total, label
-        self.stream = stream or sys.stderr
-        self.enabled = enabled and total > 0
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.done = 0
-        self.counts: Counter = Counter()
-        self.t0 = time.perf_counter()
-        self.step = max(1, total // 20)
-
-    def line(self) -> str:
-        el = time.perf_counter() - self.t0
-        eta = el / self.done * (self.total - self.done) if self.done else float("nan")
-        st = " ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
-        eta_s = f"eta {eta:.0f}s" if self.done < self.total and self.done else ""
-        return f"[{self.label}] {self.done}/{self.total} {st}  {el:.0f}s {eta_s}".rstrip()
-
-    def update(self, status: str) -> None:
-        self.done += 1
-        self.counts[status] += 1
-        if not self.enabled:
-            return
-        if self.tty:
-            self.stream.write("\r" + self.line() + "\x1b[K")
-            if self.done == self.total:
-                self.stream.write("\n")
-            self.stream.flush()
-        elif self.done % self.step == 0 or self.done == self.total:
-            print(self.line(), file=self.stream, flush=True)
+__all__ = ["run_sweep", "SweepSummary", "base_row"]
 
 
 @dataclass
@@ -96,7 +60,7 @@ _ORDER = ["status", "objective_kind", "objective", "bound", "gap", "peak", "comp
 
 
 def run_sweep(spec: Spec | str | Path, output: str | Path | None = None, *, jobs: int | None = None,
-              dask=None, resume: bool = False, progress: bool = True, fsync: bool = False,
+              dask=None, resume: bool = False, progress=None, fsync: bool = False,
               memory_limit: int | None = None) -> SweepSummary:
     """Run every (instance, solver entry) of ``spec`` not yet in ``output``.
 
@@ -106,7 +70,9 @@ def run_sweep(spec: Spec | str | Path, output: str | Path | None = None, *, jobs
     and its run executed again), otherwise an existing non-empty ``output`` is an error.
     ``fsync``: fsync the results file after every row. ``memory_limit``: bytes of
     address space each run may use in its worker (RLIMIT_AS); a run past it gets
-    status ``memory``."""
+    status ``memory``. ``progress``: None, or a callable ``progress(done, total, statuses)``
+    called after every finished run (``statuses``: a Counter of the statuses so far); the
+    caller draws it (the command line: :class:`memsched.cli.progress.ProgressBar`)."""
     from memsched.solvers.pool.executors import DaskExecutor, LocalExecutor
 
     t_setup = time.perf_counter()
@@ -129,7 +95,6 @@ def run_sweep(spec: Spec | str | Path, output: str | Path | None = None, *, jobs
         raise MemschedError(f"memory limit must be a positive number of bytes, got {memory_limit!r}")
     tasks = [_task(spec, r, memory_limit) for r in todo]
     version = memsched_version()
-    prog = Progress(len(tasks), label=f"bench {spec.name}", enabled=progress)
     statuses: Counter = Counter()
     summary.setup_s = time.perf_counter() - t_setup
 
@@ -154,7 +119,8 @@ def run_sweep(spec: Spec | str | Path, output: str | Path | None = None, *, jobs
         summary.import_s += float(row.get("import_s") or 0.0)
         if row.get("run_s") is not None:
             summary.transfer_s += row["run_s"] - float(row.get("wall_s") or 0.0) - float(row.get("import_s") or 0.0)
-        prog.update(row["status"])
+        if callable(progress):
+            progress(summary.executed, len(tasks), statuses)
 
     store.open(resume)
     r0 = resource.getrusage(resource.RUSAGE_SELF)
