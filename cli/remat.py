@@ -104,16 +104,26 @@ def cmd_pareto(args) -> int:
 
 
 def stop_reason(res: SolveResult, time_limit: float | None = None) -> str:
-    """Why the solve stopped, in words."""
+    """Why the solve stopped, in words: the method's own reason (``params["stop"]``: time
+    limit, bound met, interrupted, proved infeasible, ...) when it gives one, and what a
+    proof inside a narrower class does not cover."""
     st = res.status
     late = time_limit is not None and res.wall_s >= 0.9 * time_limit
+    said = res.params.get("stop")
     if st == "interrupted":
         return "interrupted (Ctrl-C): the best schedule found so far" if res.schedule is not None \
             else "interrupted (Ctrl-C) before any schedule within the budget was found"
     if st == "optimal":
-        return "proved optimal"
+        return "proved optimal" + (f": {said}" if said and said != "interrupted" else "")
     if st == "infeasible":
-        return "proved infeasible: no schedule fits the budget"
+        return "proved infeasible: no schedule fits the budget" + (f" ({said})" if said else "")
+    cs = res.class_status
+    if cs in ("optimal", "infeasible"):
+        return (f"proved {cs} among {class_words(res.scope)}" + (f" ({said})" if said else "")
+                + f", a narrower class than the asked problem ({asked_words(res)})")
+    if said and said != "interrupted":
+        return said + ("" if res.schedule is not None or st not in ("timeout", "unknown")
+                       else " before any schedule within the budget was found")
     if st == "feasible":
         if late:
             return f"time limit ({time_limit:g} s) reached before optimality was proven"

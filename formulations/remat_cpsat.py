@@ -48,10 +48,11 @@ import math
 from dataclasses import dataclass, field
 from functools import reduce
 
+from .errors import MemschedError
 from .graph import Graph
 from .schedule import COMPUTE, FREE, Schedule
 
-__all__ = ["RematCP", "build_remat_cp", "cost_scale"]
+__all__ = ["RematCP", "build_remat_cp", "cost_scale", "occurrence_counts"]
 
 
 def cost_scale(costs) -> tuple[int, list[int]]:
@@ -93,9 +94,10 @@ class RematCP:
     info: dict = field(default_factory=dict)
 
     # -------------------------------------------------------------- hinting
-    def hint_from_schedule(self, schedule: Schedule) -> bool:
-        """Add a solution hint from a valid schedule; False if it does not fit the model
-        (more computations of some operator than its occurrences allow)."""
+    def hint(self, schedule: Schedule) -> bool:
+        """Replace the model's solution hint by ``schedule`` (a valid schedule); False if it
+        does not fit the model (more computations of some operator than its occurrences
+        allow). O(model size)."""
         g = self.graph
         comps = schedule.computes()
         counts = [0] * g.n_ops
@@ -144,9 +146,13 @@ class RematCP:
         md.AddHint(self.ncomp, m)
         return True
 
+    hint_from_schedule = hint  # the earlier name
+
     # -------------------------------------------------------------- decoding
     def decode(self, value, boolean) -> Schedule:
-        """The schedule of a solution (``value``/``boolean`` are the solver's accessors)."""
+        """The schedule of a solution: computations in slot order, each tensor freed right
+        after the slot where its retention interval ends. ``value``/``boolean`` are the
+        solver's accessors (``CpSolver.Value``, ``CpSolver.BooleanValue``). O(T log T)."""
         g = self.graph
         slots: dict[int, tuple[int, int]] = {}
         for v in range(g.n_ops):
@@ -179,195 +185,255 @@ class RematCP:
 def build_remat_cp(graph: Graph, budget: int | None, caps: list[int], *, objective: str = "compute",
                    compute_budget: float | None = None, fix_order: list[int] | None = None,
                    prune_useless: bool = True) -> RematCP:
-    """Build the model. ``budget`` (bytes) bounds memory for ``objective="compute"``;
-    for ``objective="peak"`` the capacity is a variable (upper-bounded by ``budget``
-    when given) and ``compute_budget`` bounds total compute. ``fix_order`` (operator
-    indices) fixes the order of first computations, as Checkmate and Moccasin do
-    (with every operator listed the model is exactly the class "first computations
-    in this order"; its slots are then tightened: the i-th first computation has at
-    least i computations before it and at most i + the extra occurrences of the
-    operators before it). ``prune_useless`` adds the dominance rule that every extra
-    occurrence serves some computation or is the final copy of a required output
-    (dropping one that does neither keeps a schedule valid, lowers memory, and does
-    not raise compute; docs/remat.md), so optimal values and infeasibility are unchanged."""
+    """Build the CP-SAT model of rematerialization (module docstring).
+
+    Parameters
+    ----------
+    graph : Graph
+    budget : int or None
+        Memory budget in bytes. Bounds memory for ``objective="compute"`` (required
+        then); for ``objective="peak"`` an optional upper limit of the capacity variable.
+    caps : list of int
+        Extra computations allowed per operator (finite: the model has ``1 + caps[v]``
+        occurrences of v; an operator whose outputs nobody reads or requires gets one).
+    objective : "compute" or "peak"
+    compute_budget : float, optional
+        With ``objective="peak"``: total compute at most this.
+    fix_order : list of int, optional
+        Fixes the order of first computations, as Checkmate and Moccasin do. With every
+        operator listed the model is exactly the class "first computations in this
+        order", and the first-computation slots are tightened (docs/remat.md, "Slot
+        domains").
+    prune_useless : bool
+        The dominance rule: every extra occurrence serves some computation or is the
+        final copy of a required output (removes no schedule that matters; docs/remat.md).
+
+    Returns
+    -------
+    RematCP
+        The model with its variables; :meth:`RematCP.hint` and :meth:`RematCP.decode`
+        translate schedules in and out. Solving lives in ``memsched.solvers``.
+
+    Raises
+    ------
+    MemschedError
+        ``objective="compute"`` without a budget.
+
+    Complexity
+    ----------
+    ``T = sum_v K_v`` occurrences with O(outputs) variables each, ``K_u K_c``
+    assignment literals per edge; building is linear in the model size plus
+    O(n * edges / 64) for the ancestor/descendant counts.
+
+    References
+    ----------
+    Bartan, Li, Kaur, Kwon, Pilanci, "Moccasin: Efficient Tensor Rematerialization for
+    Neural Networks", ICML 2023 (the retention-interval encoding).
+    """
     from ortools.sat.python import cp_model
 
-    g = graph
-    n = g.n_ops
-    md = cp_model.CpModel()
-    succ, pred = g.op_succ(), g.op_pred()
-    full_order = fix_order is not None and sorted(fix_order) == list(range(n))
-    # operators whose outputs nobody reads and nobody requires never need a second run
+    if objective == "compute" and budget is None:
+        raise MemschedError("remat cp: objective 'compute' needs a memory budget")
+    b = _Builder(graph, cp_model.CpModel(), occurrence_counts(graph, caps))
+    b.first_slot_bounds(fix_order)
+    for v in range(graph.n_ops):
+        b.add_occurrences(v)
+    b.add_required_outputs()
+    b.add_order(fix_order)
+    b.md.Add(b.ncomp == sum(b.pres[v][k] for v in range(graph.n_ops) for k in range(1, b.K[v])) + graph.n_ops)
+    b.md.AddNoOverlap(b.comp_iv)
+    b.add_input_retention()
+    b.add_dependencies()
+    if prune_useless:
+        b.add_dominance()
+    capacity = b.add_memory(objective, budget)
+    div, icost, obj = b.add_objective(objective, capacity, compute_budget)
+    info = {"occurrences": b.T, "slots": b.T, "assign_literals": len(b.assign),
+            "intervals": len(b.comp_iv) + len(b.ret_iv), "mem_unit": b.unit}
+    return RematCP(model=b.md, graph=graph, T=b.T, K=b.K, pres=b.pres, start=b.start, end=b.end,
+                   input_end=b.input_end, assign=b.assign, ncomp=b.ncomp, objective_expr=obj, capacity=capacity,
+                   mem_unit=b.unit, const_bytes=b.const_bytes, cost_div=div, icost=icost, objective=objective,
+                   lo=b.lo, info=info)
+
+
+def occurrence_counts(graph: Graph, caps) -> list[int]:
+    """``K_v = 1 + caps[v]``, or 1 when no computation reads v's outputs and none is
+    required (a second run of v could serve nothing). O(tensors)."""
     K = []
-    for v in range(n):
-        useful = any(g.consumers[j] or j in g.output_idx for j in g.op_out[v])
+    for v in range(graph.n_ops):
+        useful = any(graph.consumers[j] or j in graph.output_idx for j in graph.op_out[v])
         K.append(1 + (max(0, int(caps[v])) if useful else 0))
-    T = sum(K)
-    # ancestor / descendant counts tighten the first-computation slots
-    topo = g.topological_order()
-    anc = [0] * n
-    anc_sets: list[set] = [set() for _ in range(n)]
-    for v in topo:
-        for u in pred[v]:
-            anc_sets[v] |= anc_sets[u]
-            anc_sets[v].add(u)
-        anc[v] = len(anc_sets[v])
-    desc_sets: list[set] = [set() for _ in range(n)]
-    for v in reversed(topo):
-        for w in succ[v]:
-            desc_sets[v] |= desc_sets[w]
-            desc_sets[v].add(w)
-    desc = [len(d) for d in desc_sets]
-    del anc_sets, desc_sets
+    return K
 
-    # memory units
-    const_bytes = g.always_resident()
-    var_sizes = [g.size[j] for j in range(g.n_tensors)] + [w for w in g.workspace]
-    unit = reduce(math.gcd, [s for s in var_sizes if s > 0], 0) or 1
-    sz = [s // unit for s in g.size]
-    ws = [w // unit for w in g.workspace]
-    total_units = sum(sz) * max(K) + max(ws + [0])
 
-    true_lit = md.NewConstant(1)
-    pres: list[list] = []
-    start: list[list] = []
-    end: dict = {}
-    comp_iv, comp_dem = [], []
-    ret_iv, ret_dem = [], []
-    ncomp = md.NewIntVar(n, T, "ncomp")
-    # a full order of first computations: the i-th has >= i computations before it, and
-    # before it only the operators first computed earlier can have run again
-    pos_lo, pos_hi = [0] * n, [T - 1] * n
-    if full_order:
-        extra_before = 0
-        for i, v in enumerate(fix_order):
-            pos_lo[v], pos_hi[v] = i, i + extra_before
-            extra_before += K[v] - 1
-    for v in range(n):
+class _Builder:
+    """The pieces of :func:`build_remat_cp`, one method per group of constraints; the
+    variables are created in a fixed order (deterministic models)."""
+
+    def __init__(self, g: Graph, md, K: list[int]):
+        self.g, self.md, self.K = g, md, K
+        self.n = g.n_ops
+        self.T = sum(K)
+        self.pred = g.op_pred()
+        self.const_bytes = g.always_resident()
+        self.unit = g.memory_unit()
+        self.sz = [s // self.unit for s in g.size]
+        self.ws = [w // self.unit for w in g.workspace]
+        self.true_lit = md.NewConstant(1)
+        self.pres: list[list] = []
+        self.start: list[list] = []
+        self.end: dict = {}
+        self.comp_iv: list = []
+        self.comp_dem: list = []
+        self.ret_iv: list = []
+        self.input_end: dict = {}
+        self.assign: dict = {}
+        self.ncomp = md.NewIntVar(self.n, self.T, "ncomp")
+
+    def first_slot_bounds(self, fix_order) -> None:
+        """Slot range of each first computation: at least #ancestors before it, at most
+        n - 1 - #descendants first computations before it; with a full order of first
+        computations, the i-th has >= i computations before it and before it only the
+        operators first computed earlier can have run again."""
+        g, n, T, K = self.g, self.n, self.T, self.K
+        anc_m, desc_m = g.reach_masks()
+        anc = [bin(a).count("1") for a in anc_m]
+        desc = [bin(d).count("1") for d in desc_m]
+        pos_lo, pos_hi = [0] * n, [T - 1] * n
+        if fix_order is not None and sorted(fix_order) == list(range(n)):
+            extra_before = 0
+            for i, v in enumerate(fix_order):
+                pos_lo[v], pos_hi[v] = i, i + extra_before
+                extra_before += K[v] - 1
+        self.lo = [max(anc[v], pos_lo[v]) for v in range(n)]
+        self.hi = [max(self.lo[v], min(n - 1 - desc[v] + (T - n), T - 1, pos_hi[v])) for v in range(n)]
+
+    def add_occurrences(self, v: int) -> None:
+        """Occurrence k of v: presence, start slot, unit compute interval, and one retention
+        interval ``[s, e)`` per output; recompute only after every output was freed;
+        absent occurrences pinned to one value."""
+        md, g, T, lo = self.md, self.g, self.T, self.lo[v]
         pv, sv = [], []
-        lo, hi = max(anc[v], pos_lo[v]), n - 1 - desc[v]
-        anc[v] = lo
-        for k in range(K[v]):
-            p = true_lit if k == 0 else md.NewBoolVar(f"p_{v}_{k}")
-            if k == 0:
-                s = md.NewIntVar(lo, max(lo, min(hi + (T - n), T - 1, pos_hi[v])), f"s_{v}_0")
-            else:
-                s = md.NewIntVar(lo + k, T - 1, f"s_{v}_{k}")
+        for k in range(self.K[v]):
+            p = self.true_lit if k == 0 else md.NewBoolVar(f"p_{v}_{k}")
+            s = (md.NewIntVar(lo, self.hi[v], f"s_{v}_0") if k == 0 else md.NewIntVar(lo + k, T - 1, f"s_{v}_{k}"))
             pv.append(p)
             sv.append(s)
             civ = (md.NewIntervalVar(s, 1, s + 1, f"c_{v}_{k}") if k == 0
                    else md.NewOptionalFixedSizeIntervalVar(s, 1, p, f"c_{v}_{k}"))
-            comp_iv.append(civ)
-            if ws[v]:
-                comp_dem.append((civ, ws[v]))
-            # gapless slots: every present computation lies before ncomp
-            md.Add(s < ncomp).OnlyEnforceIf(p)
+            self.comp_iv.append(civ)
+            if self.ws[v]:
+                self.comp_dem.append((civ, self.ws[v]))
+            md.Add(s < self.ncomp).OnlyEnforceIf(p)  # gapless slots
             for j in g.op_out[v]:
-                e = md.NewIntVar(lo + k + 1, T, f"e_{j}_{k}")
-                end[(j, k)] = e
-                ln = md.NewIntVar(1, T, f"l_{j}_{k}")
-                if k == 0:
-                    iv = md.NewIntervalVar(s, ln, e, f"r_{j}_{k}")
-                else:
-                    iv = md.NewOptionalIntervalVar(s, ln, e, p, f"r_{j}_{k}")
-                if sz[j]:
-                    ret_iv.append((iv, sz[j]))
-                md.Add(e >= s + 1)
-                if j in g.output_idx and k + 1 == K[v]:
-                    md.Add(e == T).OnlyEnforceIf(p)
-                if k > 0:
-                    md.Add(s >= end[(j, k - 1)]).OnlyEnforceIf(p)
+                self._add_retention(v, k, j, s, p)
             if k > 0:
                 md.AddImplication(p, pv[k - 1])
-                # absent occurrences are pinned to one value (no symmetric search)
                 md.Add(s == lo + k).OnlyEnforceIf(p.Not())
                 for j in g.op_out[v]:
-                    md.Add(end[(j, k)] == lo + k + 1).OnlyEnforceIf(p.Not())
+                    md.Add(self.end[(j, k)] == lo + k + 1).OnlyEnforceIf(p.Not())
                 md.Add(s >= sv[k - 1] + 1).OnlyEnforceIf(p)
-        pres.append(pv)
-        start.append(sv)
-    # required outputs: the final present copy stays to the end
-    for v in range(n):
-        for j in g.op_out[v]:
-            if j not in g.output_idx:
+        self.pres.append(pv)
+        self.start.append(sv)
+
+    def _add_retention(self, v, k, j, s, p) -> None:
+        md, T = self.md, self.T
+        e = md.NewIntVar(self.lo[v] + k + 1, T, f"e_{j}_{k}")
+        self.end[(j, k)] = e
+        ln = md.NewIntVar(1, T, f"l_{j}_{k}")
+        iv = md.NewIntervalVar(s, ln, e, f"r_{j}_{k}") if k == 0 else md.NewOptionalIntervalVar(s, ln, e, p, f"r_{j}_{k}")
+        if self.sz[j]:
+            self.ret_iv.append((iv, self.sz[j]))
+        md.Add(e >= s + 1)
+        if j in self.g.output_idx and k + 1 == self.K[v]:
+            md.Add(e == T).OnlyEnforceIf(p)
+        if k > 0:
+            md.Add(s >= self.end[(j, k - 1)]).OnlyEnforceIf(p)
+
+    def add_required_outputs(self) -> None:
+        """The final present copy of a required output stays to the end."""
+        g, md = self.g, self.md
+        for v in range(self.n):
+            for j in g.op_out[v]:
+                if j in g.output_idx:
+                    for k in range(self.K[v] - 1):
+                        md.Add(self.end[(j, k)] == self.T).OnlyEnforceIf([self.pres[v][k], self.pres[v][k + 1].Not()])
+
+    def add_order(self, fix_order) -> None:
+        if fix_order is not None:
+            for a, b in zip(fix_order, fix_order[1:]):
+                self.md.Add(self.start[a][0] + 1 <= self.start[b][0])
+
+    def add_input_retention(self) -> None:
+        """Graph inputs freed after their last use: kept over ``[0, e_j)``."""
+        g, md = self.g, self.md
+        for j in g.input_idx:
+            if j in g.pinned_idx or j in g.output_idx or not g.consumers[j]:
                 continue
-            for k in range(K[v] - 1):
-                md.Add(end[(j, k)] == T).OnlyEnforceIf([pres[v][k], pres[v][k + 1].Not()])
-    if fix_order is not None:
-        for a, b in zip(fix_order, fix_order[1:]):
-            md.Add(start[a][0] + 1 <= start[b][0])
-    md.Add(ncomp == sum(pres[v][k] for v in range(n) for k in range(1, K[v])) + n)
-    md.AddNoOverlap(comp_iv)
+            e = md.NewIntVar(1, self.T, f"in_{j}")
+            self.input_end[j] = e
+            if self.sz[j]:
+                self.ret_iv.append((md.NewIntervalVar(0, e, e, f"ri_{j}"), self.sz[j]))
+            for c in g.consumers[j]:
+                for m in range(self.K[c]):
+                    md.Add(e >= self.start[c][m] + 1).OnlyEnforceIf(self.pres[c][m])
 
-    # graph inputs that are freed after their last use
-    input_end: dict = {}
-    for j in g.input_idx:
-        if j in g.pinned_idx or j in g.output_idx or not g.consumers[j]:
-            continue
-        e = md.NewIntVar(1, T, f"in_{j}")
-        input_end[j] = e
-        if sz[j]:
-            ret_iv.append((md.NewIntervalVar(0, e, e, f"ri_{j}"), sz[j]))
-        for c in g.consumers[j]:
-            for m in range(K[c]):
-                md.Add(e >= start[c][m] + 1).OnlyEnforceIf(pres[c][m])
-
-    # data dependencies: some occurrence of the producer serves every computation
-    assign: dict = {}
-    for c in range(n):
-        for u in pred[c]:
-            for m in range(K[c]):
-                lits = []
-                for k in range(K[u]):
-                    x = md.NewBoolVar(f"x_{u}_{k}_{c}_{m}")
-                    assign[(u, k, c, m)] = x
-                    lits.append(x)
-                    md.AddImplication(x, pres[u][k])
-                    md.Add(start[u][k] + 1 <= start[c][m]).OnlyEnforceIf(x)
-                    for j in g.op_out[u]:
-                        if c in g.consumers[j]:
+    def add_dependencies(self) -> None:
+        """Some occurrence of each producer serves every computation: ``x[u,k -> c,m]``."""
+        g, md, K, start, end, pres = self.g, self.md, self.K, self.start, self.end, self.pres
+        for c in range(self.n):
+            for u in self.pred[c]:
+                reads = [j for j in g.op_out[u] if c in g.consumers[j]]
+                for m in range(K[c]):
+                    lits = []
+                    for k in range(K[u]):
+                        x = md.NewBoolVar(f"x_{u}_{k}_{c}_{m}")
+                        self.assign[(u, k, c, m)] = x
+                        lits.append(x)
+                        md.AddImplication(x, pres[u][k])
+                        md.Add(start[u][k] + 1 <= start[c][m]).OnlyEnforceIf(x)
+                        for j in reads:
                             md.Add(end[(j, k)] >= start[c][m] + 1).OnlyEnforceIf(x)
-                md.AddBoolOr(lits).OnlyEnforceIf(pres[c][m])
-                if m == 0:
-                    md.Add(start[u][0] + 1 <= start[c][0])
-    if prune_useless:
-        # dominance: an extra occurrence serves a computation or is a required output's final copy
+                    md.AddBoolOr(lits).OnlyEnforceIf(pres[c][m])
+                    if m == 0:
+                        md.Add(start[u][0] + 1 <= start[c][0])
+
+    def add_dominance(self) -> None:
+        """An extra occurrence serves a computation or is a required output's final copy."""
         serves: dict = {}
-        for (u, k, _c, _m), x in assign.items():
+        for (u, k, _c, _m), x in self.assign.items():
             serves.setdefault((u, k), []).append(x)
-        for v in range(n):
-            if any(j in g.output_idx for j in g.op_out[v]):
+        for v in range(self.n):
+            if any(j in self.g.output_idx for j in self.g.op_out[v]):
                 continue
-            for k in range(1, K[v]):
-                md.AddBoolOr(serves.get((v, k), [])).OnlyEnforceIf(pres[v][k])
+            for k in range(1, self.K[v]):
+                self.md.AddBoolOr(serves.get((v, k), [])).OnlyEnforceIf(self.pres[v][k])
 
-    # memory
-    initial_units = sum(sz[j] for j in g.input_idx if j not in g.pinned_idx and j not in g.output_idx)
-    demands = ret_iv + comp_dem
-    if objective == "compute":
-        if budget is None:
-            from .errors import MemschedError
+    def add_memory(self, objective: str, budget):
+        """One cumulative over retention and workspace intervals; returns the capacity
+        (an int for the compute objective, an IntVar for the peak objective)."""
+        g, md = self.g, self.md
+        if objective == "compute":
+            capacity = (budget - self.const_bytes) // self.unit
+        else:
+            total_units = sum(self.sz) * max(self.K) + max(self.ws + [0])
+            hi_units = total_units if budget is None else max(0, (budget - self.const_bytes) // self.unit)
+            capacity = md.NewIntVar(0, max(hi_units, 0), "peak")
+            md.Add(capacity >= sum(self.sz[j] for j in g.input_idx if j not in g.pinned_idx and j not in g.output_idx))
+        demands = self.ret_iv + self.comp_dem
+        md.AddCumulative([iv for iv, _ in demands], [d for _, d in demands], capacity)
+        return capacity
 
-            raise MemschedError("remat cp: objective 'compute' needs a memory budget")
-        cap_units = (budget - const_bytes) // unit
-        capacity = cap_units
-    else:
-        hi_units = total_units if budget is None else max(0, (budget - const_bytes) // unit)
-        capacity = md.NewIntVar(0, max(hi_units, 0), "peak")
-        md.Add(capacity >= initial_units)
-    md.AddCumulative([iv for iv, _ in demands], [d for _, d in demands], capacity)
-
-    div, icost = cost_scale(g.cost)
-    obj = sum(icost[v] * pres[v][k] for v in range(n) for k in range(1, K[v])) + sum(icost)
-    if objective == "compute":
-        md.Minimize(obj)
-    else:
-        if compute_budget is not None:
-            lim = compute_budget / -div if div < 0 else compute_budget * div
-            md.Add(obj <= int(math.floor(lim + 1e-9)))
-        md.Minimize(capacity)
-    info = {"occurrences": T, "slots": T, "assign_literals": len(assign), "intervals": len(comp_iv) + len(ret_iv),
-            "mem_unit": unit}
-    return RematCP(model=md, graph=g, T=T, K=K, pres=pres, start=start, end=end, input_end=input_end,
-                   assign=assign, ncomp=ncomp, objective_expr=obj, capacity=capacity, mem_unit=unit,
-                   const_bytes=const_bytes, cost_div=div, icost=icost, objective=objective, lo=anc, info=info)
+    def add_objective(self, objective: str, capacity, compute_budget):
+        """``sum cost_v p[v][k]`` (scaled costs): minimized, or bounded by ``compute_budget``
+        while the capacity is minimized."""
+        div, icost = cost_scale(self.g.cost)
+        obj = sum(icost[v] * self.pres[v][k] for v in range(self.n) for k in range(1, self.K[v])) + sum(icost)
+        if objective == "compute":
+            self.md.Minimize(obj)
+        else:
+            if compute_budget is not None:
+                lim = compute_budget / -div if div < 0 else compute_budget * div
+                self.md.Add(obj <= int(math.floor(lim + 1e-9)))
+            self.md.Minimize(capacity)
+        return div, icost, obj

@@ -13,9 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memsched.formulations import Graph, Operator, Schedule, Tensor, evaluate
-from memsched.formulations.remat_milp import build_remat_milp, decode_milp
+from memsched.formulations.remat_milp import build_remat_milp
 from memsched.solvers.remat.dispatch import solve_remat
-from memsched.solvers.remat.milp import set_warm_start
 from tests.strategies import random_graphs
 
 
@@ -46,12 +45,13 @@ def _all_satisfied(model) -> bool:
 def test_warm_start_of_a_solved_schedule_satisfies_every_constraint(g, frac):
     peak = evaluate(g, Schedule.from_order(g, g.given_order())).peak
     B = max(g.resident_at_start(), int(frac * peak))
-    m, info = build_remat_milp(g, B, [None] * g.n_ops, objective="compute")
-    if not _solve(m):
+    enc = build_remat_milp(g, B, [None] * g.n_ops, objective="compute")
+    if not _solve(enc.model):
         return
-    sched = decode_milp(g, m, info)
-    m2, info2 = build_remat_milp(g, B, [None] * g.n_ops, objective="compute")
-    assert set_warm_start(g, m2, info2, sched)
+    sched = enc.decode()
+    enc2 = build_remat_milp(g, B, [None] * g.n_ops, objective="compute")
+    m2 = enc2.model
+    assert enc2.hint(sched)
     assert _all_satisfied(m2)
     # R + S <= 1 and the F/M variables all carry values
     assert all(v.value is not None for v in m2.F.values()) and all(v.value is not None for v in m2.M.values())
@@ -60,10 +60,10 @@ def test_warm_start_of_a_solved_schedule_satisfies_every_constraint(g, frac):
 def test_warm_start_rejects_a_schedule_outside_the_stage_class():
     g = Graph([Operator("a", ("x",), ("y",)), Operator("b", ("x",), ("z",))],
               [Tensor("x", 1), Tensor("y", 1), Tensor("z", 1)], outputs=["y", "z"], order=("a", "b"))
-    m, info = build_remat_milp(g, 10, [None, None])
-    assert not set_warm_start(g, m, info, Schedule.from_order(g, [1, 0]))  # first computations b, a
-    assert set_warm_start(g, m, info, Schedule.from_order(g, [0, 1]))
-    assert _all_satisfied(m)
+    enc = build_remat_milp(g, 10, [None, None])
+    assert not enc.hint(Schedule.from_order(g, [1, 0]))  # first computations b, a
+    assert enc.hint(Schedule.from_order(g, [0, 1]))
+    assert _all_satisfied(enc.model)
 
 
 def test_peak_objective_counts_an_unread_input():

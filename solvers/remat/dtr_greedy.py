@@ -38,7 +38,7 @@ def greedy_schedule(graph, budget, caps, order, score="dtr"):
 
 
 def solve(graph, budget, *, caps=None, objective="compute", eps=0.0, orders=None):
-    from memsched.solvers.remat.dispatch import candidate_orders
+    from memsched.solvers.remat.warm_start import candidate_orders
 
     if orders is None:
         orders = [o for _, o, _ in candidate_orders(graph)[:3]]

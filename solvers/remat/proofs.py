@@ -24,7 +24,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from memsched.formulations import Graph
+from memsched.formulations import Graph, Schedule
+from memsched.solvers.engines.cpsat import solve_cpsat
+from memsched.solvers.remat.budgets import given_peak
+from memsched.solvers.remat.infeasibility import order_lower_bound
 
 __all__ = ["ThresholdBound", "threshold_bound", "hitting_set_bound", "recomputable"]
 
@@ -44,6 +47,13 @@ class ThresholdBound:
         return self.baseline + self.extra
 
 
+def _stop_if_interrupted(run) -> None:
+    """Ctrl-C stopped this check's search: stop the whole bound (the driver keeps its best
+    schedule so far); an interrupted check proves nothing."""
+    if run.interrupted:
+        raise KeyboardInterrupt
+
+
 def recomputable(graph: Graph, caps) -> list[int]:
     """Operators that can usefully run twice: a positive cap and an output someone reads or requires."""
     return [v for v in range(graph.n_ops) if caps[v] > 0
@@ -51,13 +61,11 @@ def recomputable(graph: Graph, caps) -> list[int]:
 
 
 def _no_recompute_infeasible(graph: Graph, B: int, order: str) -> str | None:
-    from memsched.solvers.remat.dispatch import given_peak, order_lower_bound
-
     if order == "given":
         pk = given_peak(graph)
         return f"given order peak {pk} > {B}" if pk > B else None
     lb = order_lower_bound(graph)
-    return f"ordering lower bound {lb} > {B}" if lb is not None and lb > B else None
+    return f"ordering lower bound {lb} > {B}" if lb > B else None
 
 
 def _restricted_infeasible(graph: Graph, B: int, caps: list[int], order: str, time_limit: float,
@@ -68,30 +76,23 @@ def _restricted_infeasible(graph: Graph, B: int, caps: list[int], order: str, ti
         why = _no_recompute_infeasible(graph, B, order)
         if why:
             return "infeasible: " + why
-        from memsched.formulations import evaluate
-        from memsched.formulations.schedule import Schedule
-
-        if order == "given" and evaluate(graph, Schedule.from_order(graph, graph.given_order())).peak <= B:
+        if order == "given" and given_peak(graph) <= B:
             if found is not None:
                 found.append(Schedule.from_order(graph, graph.given_order()))
             return "feasible"
-    from ortools.sat.python import cp_model
-
     from memsched.formulations.remat_cpsat import build_remat_cp
 
     cp = build_remat_cp(graph, B, caps, objective="compute",
                         fix_order=graph.given_order() if order == "given" else None)
     cp.model.ClearObjective()
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(0.1, float(time_limit))
-    solver.parameters.num_workers = max(1, int(workers))
-    solver.parameters.random_seed = int(seed)
-    code = solver.Solve(cp.model)
-    if code == cp_model.INFEASIBLE:
+    run = solve_cpsat(cp.model, time_limit=max(0.1, float(time_limit)), workers=max(1, int(workers)), seed=seed,
+                      name="remat-threshold")
+    _stop_if_interrupted(run)
+    if run.status == "infeasible":
         return "infeasible: CP-SAT"
-    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if run.has_solution:
         if found is not None:
-            found.append(cp.decode(solver.Value, solver.BooleanValue))
+            found.append(cp.decode(run.solver.Value, run.solver.BooleanValue))
         return "feasible"
     return None
 
@@ -173,17 +174,16 @@ def hitting_set_bound(graph: Graph, B: int, caps, order: str = "free", *, upto: 
         for C in cuts:
             md.AddBoolOr([y[v] for v in C])
         md.Minimize(sum(icost[v] * y[v] for v in pos))
-        sv = cp_model.CpSolver()
-        sv.parameters.max_time_in_seconds = max(0.1, time_limit - (time.perf_counter() - t0))
-        sv.parameters.num_workers = 1
-        code = sv.Solve(md)
-        if code == cp_model.INFEASIBLE:
+        hs = solve_cpsat(md, time_limit=max(0.1, time_limit - (time.perf_counter() - t0)), workers=1,
+                         name="remat-hitting-set")
+        _stop_if_interrupted(hs)
+        if hs.status == "infeasible":
             out.infeasible = True  # an empty certificate: the whole class is infeasible
             out.complete = True
             return out
-        if code != cp_model.OPTIMAL:
+        if hs.status != "optimal":
             return out
-        R = {v for v in pos if sv.BooleanValue(y[v])}
+        R = {v for v in pos if hs.solver.BooleanValue(y[v])}
         extra = float(sum(graph.cost[v] for v in R))
         out.extra = max(out.extra, extra)
         if upto is not None and out.extra >= upto - 1e-9:
@@ -191,25 +191,23 @@ def hitting_set_bound(graph: Graph, B: int, caps, order: str = "free", *, upto: 
             return out
         cp.model.ClearAssumptions()
         cp.model.AddAssumptions([once[v] for v in once if v not in R])
-        sol = cp_model.CpSolver()
-        sol.parameters.max_time_in_seconds = max(0.1, time_limit - (time.perf_counter() - t0))
-        sol.parameters.num_workers = 1
-        sol.parameters.random_seed = int(seed)
         ts = time.perf_counter()
-        code = sol.Solve(cp.model)
+        run = solve_cpsat(cp.model, time_limit=max(0.1, time_limit - (time.perf_counter() - t0)), workers=1, seed=seed,
+                          name="remat-hitting-set-check")
+        _stop_if_interrupted(run)
         took = round(time.perf_counter() - ts, 3)
-        if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            sched = cp.decode(sol.Value, sol.BooleanValue)
+        if run.has_solution:
+            sched = cp.decode(run.solver.Value, run.solver.BooleanValue)
             c = evaluate(graph, sched).compute
             out.checks.append((extra, "feasible", took))
             if abs(c - out.lower_bound) <= 1e-9 * max(1.0, abs(c)):
                 out.schedule = sched
                 out.complete = True
             return out
-        if code != cp_model.INFEASIBLE:
+        if run.status != "infeasible":
             out.checks.append((extra, "undecided", took))
             return out
-        core = frozenset(lit_op[i] for i in sol.SufficientAssumptionsForInfeasibility() if i in lit_op)
+        core = frozenset(lit_op[i] for i in run.solver.SufficientAssumptionsForInfeasibility() if i in lit_op)
         out.checks.append((extra, f"infeasible: core of {len(core)}", took))
         cuts.append(core)
         out.certificates.append(sorted(set(pos) - core))

@@ -1,0 +1,602 @@
+"""The CP-SAT driver of ``memsched remat --method cp``.
+
+Problem (docs/remat.md): least compute with peak <= B (or least peak with compute <=
+(1 + eps) x baseline) under per-operator recompute caps, over every schedule (``order=
+"free"``) or over those whose first computations follow the given order (``order="given"``).
+
+The model is :func:`memsched.formulations.remat_cpsat.build_remat_cp`; it is solved here,
+through the one CP-SAT runner (:func:`memsched.solvers.engines.cpsat.solve_cpsat`), in
+phases (docs/remat.md, "Driver"):
+
+1. local and backward-pebbling infeasibility (:mod:`.infeasibility`);
+2. warm starts (:mod:`.warm_start`): good plain orders; a plain order within B is optimal
+   for the compute objective (every operator runs once); else the DTR-score greedy and
+   the peak-cutting search give a schedule within B to hint;
+3. phase 1 (no hint within B): least peak, to find a first schedule within B or prove
+   that none exists in the model's class;
+4. phase 2a (free order only): the given-order model, a smaller search, for a cheaper hint;
+5. a first slice of the main model; then the threshold and hitting-set bounds
+   (:mod:`.proofs`) as an objective floor; then the main model with the rest of the time.
+
+Without a cap the model needs an internal cap (``DEFAULT_CP_CAP``, doubled up to
+``MAX_CP_CAP`` while the capped model is proven infeasible); the result's ``scope`` then
+names the capped class (docs/claims.md). Ctrl-C in any phase stops within a second and
+returns the best schedule within B seen so far (status ``timeout``, message
+"interrupted"; the CLI prints status ``interrupted``). ``params["stop"]`` says in words
+why the solve ended.
+
+Reference: Bartan et al., "Moccasin", ICML 2023 (the interval model); Jain et al.,
+"Checkmate", MLSys 2020 (the given-order class).
+"""
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time
+
+from memsched.formulations import Graph, MemschedError, Schedule, evaluate
+from memsched.formulations.problems import unique_topological_order
+from memsched.solvers.engines.cpsat import solve_cpsat
+from memsched.solvers.remat.budgets import check_caps, effective_caps, given_peak
+from memsched.solvers.remat.infeasibility import local_infeasibility, order_lower_bound, pebbling_infeasibility
+from memsched.solvers.remat.warm_start import WarmStarts, candidate_orders, greedy_warm_start
+from memsched.solvers.result import SolveResult, SolverDisagreement, Status, make_result, same_value
+
+__all__ = ["solve_cp", "run_cpsat", "lb_compute", "INTERRUPTED", "DEFAULT_CP_CAP", "MAX_CP_CAP"]
+
+# Set when Ctrl-C stopped a phase of the current remat solve; later phases then run no search.
+INTERRUPTED = threading.Event()
+
+# The CP model needs a finite number of occurrences per operator; without a cap it
+# first solves the model with this many extra computations per operator, and while
+# that capped model is proven infeasible (and time is left) doubles the internal cap
+# up to MAX_CP_CAP. Its claims then hold for the capped class only (scope "capped:<k>").
+DEFAULT_CP_CAP = 2
+MAX_CP_CAP = 16
+# Share of the time left after the warm starts given to the fixed-given-order CP model
+# before the free-order one (compute objective, when a schedule within the budget is known).
+FIXED_ORDER_SHARE = 0.35
+# Share of the time left given to the threshold lower bound (solvers/remat/proofs.py) once a
+# schedule within the budget is known (finite caps, compute objective).
+THRESHOLD_SHARE = 0.3
+# Share of the time left given to a first slice of the main model before the bounds are computed.
+PRESOLVE_SHARE = 0.2
+SOLVER = "remat-cp"
+
+
+# ------------------------------------------------------------------ entry
+def solve_cp(graph: Graph, B, caps, objective, eps, time_limit, seed, progress, workers, t0, order) -> SolveResult:
+    """Solve with the CP model, escalating the internal cap when there is none.
+
+    Parameters
+    ----------
+    graph : Graph
+    B : int or None
+        Budget in bytes (required for ``objective="compute"``).
+    caps : list or None
+        Extra computations per operator as asked (None entries: unbounded).
+    objective, eps : the asked objective (docs/remat.md).
+    time_limit : float
+        Seconds from ``t0`` for the whole solve, every phase included.
+    seed, workers : CP-SAT's random seed and worker count (0: one per core).
+    progress : bool
+        Print a line per phase and per improving solution on stderr, in the result's units.
+    t0 : float
+        ``time.perf_counter()`` at the start of the solve.
+    order : "free" or "given"
+
+    Returns
+    -------
+    SolveResult
+        With ``scope`` naming the class the model searched; ``status``/``lower_bound``
+        hold for that class (``memsched.solvers.remat.dispatch.lift_claims`` turns them
+        into claims about the asked problem).
+
+    Complexity
+    ----------
+    Bounded by ``time_limit``; the model has O(sum_v (1 + cap_v)) interval variables.
+    """
+    unbounded = caps is None or any(c is None for c in caps)
+    k = DEFAULT_CP_CAP
+    tried = []
+    while True:
+        left = time_limit - (time.perf_counter() - t0)
+        res = _solve_once(graph, B, caps, objective, eps, max(0.5, left), seed, progress, workers,
+                          time.perf_counter(), order=order, internal_cap=k)
+        if not unbounded:
+            break
+        eff = str(res.params.get("effective_cap", ""))
+        k = max(k, int(eff)) if eff.isdigit() else k
+        tried.append(k)
+        res.params["internal_cap"] = k
+        res.params["internal_caps_tried"] = list(tried)
+        if (res.status != Status.INFEASIBLE or res.params.get("proof") == "local" or INTERRUPTED.is_set()
+                or 2 * k > MAX_CP_CAP or time_limit - (time.perf_counter() - t0) < 1.0):
+            break
+        k *= 2
+    return res
+
+
+# ------------------------------------------------------------------ state
+class _Solve:
+    """One solve's settings and what it has found so far (the phases read and update it)."""
+
+    def __init__(self, graph, B, caps, objective, eps, time_limit, seed, progress, workers, t0, order, internal_cap):
+        self.graph, self.B, self.caps, self.objective = graph, B, caps, objective
+        self.time_limit, self.seed, self.progress, self.workers, self.t0 = time_limit, seed, progress, workers, t0
+        self.n = graph.n_ops
+        self.unbounded = caps is None or any(c is None for c in caps)
+        self.given = order == "given"
+        # one topological order: the free class is the given class, and the given-order model is much smaller
+        self.gmodel = self.given or unique_topological_order(graph)
+        self.baseline = graph.total_cost()
+        self.limit_c = (1 + eps) * self.baseline if objective == "peak" else None
+        self.floor = self.baseline
+        self.warm = WarmStarts()
+        self.hint = None  # the schedule hinted to the next model
+        self.hint_time = None  # seconds from t0 to the hint, once it fits the budget
+        self.first_s = None  # seconds from t0 to the first schedule within the budget
+        self.params = {"workers": workers, "seed": seed}
+        self.set_cap(internal_cap)
+
+    def set_cap(self, internal_cap: int) -> None:
+        self.internal_cap = internal_cap
+        self.ecaps = effective_caps(self.caps, self.n, internal_cap)
+        self.params["effective_cap"] = self.ecaps[0] if len(set(self.ecaps)) == 1 else "per-op"
+        base = "given-first-computations" if self.given else "free"
+        self.scope = base if not self.unbounded else (
+            f"capped:{internal_cap}" if not self.given else f"given-first-computations,capped:{internal_cap}")
+        self.params["scope"] = self.scope
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def left(self) -> float:
+        return self.time_limit - self.elapsed()
+
+    def say(self, label: str, text: str) -> None:
+        if self.progress:
+            print(f"  [{label}] {self.elapsed():7.2f}s  {text}", file=sys.stderr, flush=True)
+
+    def fixed(self):
+        """The order of first computations the model fixes (the given one), or None."""
+        return self.graph.given_order() if self.gmodel else None
+
+    def build(self, budget, objective, *, fix_order="model", compute_budget=None):
+        from memsched.formulations.remat_cpsat import build_remat_cp
+
+        fix = self.fixed() if fix_order == "model" else fix_order
+        self.say("build", f"{objective} model, {'given' if fix is not None else 'free'} order of first computations")
+        return build_remat_cp(self.graph, budget, self.ecaps, objective=objective, compute_budget=compute_budget,
+                              fix_order=fix)
+
+    def result(self, schedule, *, stop: str, **kw) -> SolveResult:
+        """make_result naming this solve's class; ``stop`` is why the solve ended, in words."""
+        kw.setdefault("scope", self.scope)
+        self.params["stop"] = stop
+        res = make_result(self.graph, schedule, solver=SOLVER, params=self.params, **kw)
+        if self.first_s is not None and res.schedule is not None:
+            res.extra.setdefault("time_to_first_s", round(self.first_s, 3))
+        return res
+
+    def infeasible(self, reason: str, *, proof: str = "model", stop: str = "proved infeasible") -> SolveResult:
+        self.params["proof"] = proof
+        return self.result(None, status=Status.INFEASIBLE, objective=self.objective, message=reason,
+                           wall_s=self.elapsed(), stop=stop)
+
+    def fits(self, schedule) -> bool:
+        return schedule is not None and self.B is not None and evaluate(self.graph, schedule).peak <= self.B
+
+    def best_so_far(self, why: str) -> SolveResult:
+        """The best schedule within the budget seen so far (the hint or a warm start), or none."""
+        sched, t = None, None
+        if self.objective == "compute":
+            if self.fits(self.hint):
+                sched, t = self.hint, self.hint_time
+            if self.warm.best is not None and (sched is None or self.warm.best[0] < evaluate(self.graph, sched).compute):
+                sched, t = self.warm.best[1], self.warm.best[3]
+        elif self.hint is not None and (self.B is None or self.fits(self.hint)):
+            sched = self.hint
+        if sched is None:
+            return self.result(None, status=Status.TIMEOUT, objective=self.objective, lower_bound=self.floor,
+                               message=f"{why} before a schedule within the budget was found", stop=why)
+        return self.result(sched, status=Status.FEASIBLE, objective=self.objective,
+                           lower_bound=self.floor if self.objective == "compute" else None,
+                           extra={"time_to_best_s": None if t is None else round(t, 3)},
+                           message=f"{why}; the best schedule found so far", stop=why)
+
+
+# ------------------------------------------------------------------ phases
+def _solve_once(graph, B, caps, objective, eps, time_limit, seed, progress, workers, t0, *, order="free",
+                internal_cap=DEFAULT_CP_CAP) -> SolveResult:
+    """One solve with a fixed internal cap (phases in the module docstring)."""
+    s = _Solve(graph, B, caps, objective, eps, time_limit, seed, progress, workers, t0, order, internal_cap)
+    try:
+        return _phases(s)
+    except KeyboardInterrupt:  # Ctrl-C outside CP-SAT (warm starts, model build, bounds)
+        INTERRUPTED.set()
+        return s.best_so_far("interrupted")
+
+
+def _phases(s: _Solve) -> SolveResult:
+    res = _refute_locally(s)
+    if res is not None:
+        return res
+    _compute_floor(s)
+    res = _warm_starts(s)
+    if res is not None:
+        return res
+    t_build = time.perf_counter()
+    done = None
+    if s.objective == "compute":
+        res = _first_schedule(s)
+        if res is not None:
+            return res
+        s.hint_time = s.elapsed()
+        _given_order_slice(s)
+        done = _first_slice(s)
+        if done is None:
+            res = _bounds(s)
+            if res is not None:
+                return res
+    if INTERRUPTED.is_set():
+        return s.best_so_far("interrupted")
+    if done is not None:
+        cp = done[0]
+    elif s.objective == "compute":
+        cp = s.build(s.B, "compute")
+        _add_floor(cp, s.floor)
+    else:
+        cp = s.build(None if s.B is None else s.B, "peak", compute_budget=s.limit_c)
+    s.params["build_s"] = round(time.perf_counter() - t_build, 3)
+    s.params.update(cp.info)
+    return _main_solve(s, cp, done)
+
+
+def _refute_locally(s: _Solve) -> SolveResult | None:
+    """1. Local and backward-pebbling infeasibility; with no recomputation at all, the
+    ordering lower bound."""
+    if s.B is None:
+        return None
+    why = local_infeasibility(s.graph, s.B) or pebbling_infeasibility(s.graph, s.B)
+    if why:
+        return s.infeasible(why, proof="local", stop="proved infeasible by local facts")
+    if all(c == 0 for c in s.ecaps) and not s.unbounded:
+        lb = order_lower_bound(s.graph)
+        if lb > s.B:
+            return s.infeasible(f"with no recomputation the peak is at least {lb} (ordering lower bound) > budget {s.B}",
+                                stop="proved infeasible by the ordering lower bound")
+    return None
+
+
+def _compute_floor(s: _Solve) -> None:
+    """When no plain order can fit B (ordering lower bound > B; in the given class the
+    given order's peak), every schedule within B recomputes some operator allowed to
+    recompute (docs/remat.md, "Compute floor")."""
+    if s.objective != "compute" or s.B is None:
+        return
+    olb = given_peak(s.graph) if s.gmodel else order_lower_bound(s.graph)
+    if olb > s.B:
+        extra_costs = [s.graph.cost[v] for v in range(s.n) if s.ecaps[v] > 0]
+        if extra_costs:
+            s.floor = s.baseline + float(min(extra_costs))
+            s.params["recompute_needed"] = f"ordering lower bound {olb} > budget {s.B}"
+
+
+def _warm_starts(s: _Solve) -> SolveResult | None:
+    """2. Plain orders (only the given one for ``order="given"``): one within B is optimal
+    for the compute objective. Else schedules within B from the greedy and the local
+    search; without a cap the internal cap is raised to hold the best one."""
+    g = s.graph
+    s.say("warm start", "plain orders")
+    if s.given:
+        cands = [(given_peak(g), g.given_order(), "given")]
+    else:
+        cands = candidate_orders(g, time_budget=min(20.0, s.time_limit / 4),
+                                 target=s.B if s.objective == "compute" else None)
+    best_peak, best_order, best_name = cands[0]
+    s.best_order = best_order
+    s.params["warm_start"] = f"{best_name} order (peak {best_peak})"
+    s.say("warm start", f"best plain order: {best_name}, peak {best_peak} B")
+    s.hint = Schedule.from_order(g, best_order)
+    if s.objective == "compute" and best_peak <= s.B:
+        # every operator must run once: the baseline is a lower bound, and this order attains it
+        return s.result(s.hint, status=Status.OPTIMAL, objective="compute", claimed=s.baseline,
+                        lower_bound=s.baseline, message=f"the {best_name} order fits the budget without recomputation",
+                        stop="a plain order fits the budget: no recomputation needed (bound met)")
+    if s.objective != "compute":
+        return None
+    greedy_warm_start(g, s.B, s.caps if s.unbounded else s.ecaps, cands[:6], time_budget=min(20.0, s.time_limit / 5),
+                      keep_order=g.given_order() if s.given else None, found=s.warm, t0=s.t0,
+                      say=lambda text: s.say("warm start", text))
+    ws = s.warm.best
+    if ws is not None and s.unbounded:
+        need = max(c - 1 for v, c in enumerate(evaluate(g, ws[1]).compute_counts)
+                   if s.caps is None or s.caps[v] is None)
+        if need > s.internal_cap:
+            s.set_cap(min(need, MAX_CP_CAP))
+            if check_caps(g, ws[1], s.ecaps) is not None:
+                ws = s.warm.best = None
+            s.params["internal_cap_raised"] = f"to {s.internal_cap} for the warm start"
+    if ws is not None:
+        s.first_s = ws[3]
+        s.hint = ws[1]
+        s.params["warm_start"] = f"{ws[2]} (compute {ws[0]:g})"
+    elif s.warm.least is not None and s.warm.least[0] < best_peak:
+        # nothing fits B: start phase 1 from the least peak found (recomputations included)
+        s.hint = s.warm.least[1]
+        s.params["warm_start"] = f"{s.warm.least[2]} (least peak {s.warm.least[0]}, over budget)"
+    return None
+
+
+def _first_schedule(s: _Solve) -> SolveResult | None:
+    """3. Phase 1 when the hint exceeds B: least peak (capacity clipped at B), first with
+    the best order of first computations fixed (small search), then free. A peak bound
+    above B in a model that holds the whole class refutes the budget."""
+    if s.fits(s.hint):
+        return None
+    g = s.graph
+    phases = ((("phase 1 (given order)", g.given_order(), 0.95),) if s.gmodel else
+              (("phase 1a (fixed order)", s.best_order, 0.3), ("phase 1b (free order)", None, 0.95)))
+    for label, fix, share in phases:
+        complete = fix is None or s.gmodel  # this phase's model is the whole class
+        remaining = s.left()
+        cp1 = s.build(None, "peak", fix_order=fix)
+        cap_units = max(0, (s.B - cp1.const_bytes) // cp1.mem_unit)
+        cp1.model.Add(cp1.capacity >= cap_units)
+        cp1.hint(s.hint)
+        t_p = time.perf_counter()
+        st, sol, bound, wall, log = run_cpsat(cp1, remaining * share, s.seed, s.workers, s.progress, label)
+        s.params["phase1_s"] = round(s.params.get("phase1_s", 0) + wall, 3)
+        if sol is not None and sol[1] <= cap_units:
+            s.first_s = t_p - s.t0 + next((e["t"] for e in log if e["objective"] <= cap_units), wall)
+            s.params["phase1"] = label
+            s.hint = sol[0]
+            return None
+        if sol is not None and evaluate(g, sol[0]).peak < evaluate(g, s.hint).peak:
+            s.hint = sol[0]  # least peak so far: a better start for the next try
+        peak_lb_over = sol is not None and bound is not None and math.ceil(bound - 1e-9) > cap_units
+        if complete and (st == "infeasible" or (st == "optimal" and sol is not None) or peak_lb_over):
+            lbp = None if sol is None else (sol[1] if st == "optimal" else math.ceil(bound - 1e-9)) \
+                * cp1.mem_unit + cp1.const_bytes
+            why = (f"CP-SAT proves no schedule with at most {max(s.ecaps)} recomputation(s) per operator"
+                   + (" and first computations in the given order" if s.given else "")
+                   + f" fits budget {s.B}" + (f" (least peak {'' if st == 'optimal' else '>= '}{lbp})" if lbp else ""))
+            return s.infeasible(why, stop="proved infeasible: CP-SAT's least-peak bound exceeds the budget")
+    why = "interrupted" if INTERRUPTED.is_set() else f"time limit ({s.time_limit:g} s) reached"
+    return s.result(None, status=Status.TIMEOUT, objective=s.objective, lower_bound=s.floor, stop=why,
+                    message=f"no schedule within budget {s.B} found in {s.elapsed():.1f} s"
+                            + f" (least peak found {evaluate(g, s.hint).peak})")
+
+
+def _given_order_slice(s: _Solve) -> None:
+    """4. Phase 2a (free order only, > 6 s left): the given-order model (Moccasin's space,
+    a much smaller search) for ``FIXED_ORDER_SHARE`` of the time left; its schedule, if
+    cheaper, hints the free model; its bound is not reported (valid for its class only)."""
+    remaining = s.left()
+    if remaining <= 6.0 or FIXED_ORDER_SHARE <= 0 or s.gmodel:
+        return
+    cpf = s.build(s.B, "compute", fix_order=s.graph.given_order())
+    cpf.hint(s.hint)
+    t_f = time.perf_counter()
+    st_f, sol_f, _bf, wall_f, log_f = run_cpsat(cpf, remaining * FIXED_ORDER_SHARE, s.seed, s.workers, s.progress,
+                                                "phase 2 (given order fixed)")
+    s.params["fixed_order_s"] = round(time.perf_counter() - t_f, 3)
+    s.params["fixed_order_status"] = st_f
+    if sol_f is not None:
+        ev = evaluate(s.graph, sol_f[0])
+        s.params["fixed_order_compute"] = ev.compute
+        if ev.peak <= s.B and ev.compute < evaluate(s.graph, s.hint).compute - 1e-9:
+            s.hint = sol_f[0]
+            t_rel = next((e["t"] for e in log_f if e["objective"] <= sol_f[1] + 1e-9), wall_f)
+            s.hint_time = (t_f - s.t0) + t_rel
+
+
+def _first_slice(s: _Solve):
+    """5a. A first slice (``PRESOLVE_SHARE`` of the time left) of the main model, before
+    any bound is computed: easy instances end here. Returns (model, start, run_cpsat
+    answer) when it proved optimality, else None (its bound raises the floor, its
+    schedule the hint)."""
+    remaining = s.left()
+    if s.unbounded or remaining <= 4.0 or INTERRUPTED.is_set():
+        return None
+    cp0 = s.build(s.B, "compute")
+    _add_floor(cp0, s.floor)
+    cp0.hint(s.hint)
+    t_p = time.perf_counter()
+    pre = run_cpsat(cp0, PRESOLVE_SHARE * remaining, s.seed, s.workers, s.progress, "solve, first slice")
+    s.params["first_slice"] = {"status": pre[0], "s": round(pre[3], 3)}
+    if pre[0] == "optimal":
+        return cp0, t_p, pre
+    if pre[1] is not None:
+        s.floor = max(s.floor, lb_compute(cp0, pre[2], s.floor))
+        if evaluate(s.graph, pre[1][0]).compute < evaluate(s.graph, s.hint).compute - 1e-9:
+            s.hint = pre[1][0]
+            s.hint_time = (t_p - s.t0) + next((e["t"] for e in pre[4] if e["objective"] <= pre[1][1] + 1e-9), pre[3])
+    return None
+
+
+def _bounds(s: _Solve) -> SolveResult | None:
+    """5b. The threshold and hitting-set bounds (``THRESHOLD_SHARE`` of the time left) as an
+    objective floor; the warm start is returned as optimal when the floor meets it."""
+    if INTERRUPTED.is_set():
+        return None
+    sched_box: list = []  # a schedule the hitting-set bound proved optimal
+    s.floor = _threshold_floor(s, THRESHOLD_SHARE * s.left(), sched_box)
+    g = s.graph
+    if sched_box and s.fits(sched_box[0]) and evaluate(g, sched_box[0]).compute < evaluate(g, s.hint).compute:
+        s.hint = sched_box[0]
+        s.hint_time = s.elapsed()
+    if same_value(s.floor, evaluate(g, s.hint).compute, "compute"):
+        return s.result(s.hint, status=Status.OPTIMAL, objective="compute", lower_bound=s.floor,
+                        extra={"time_to_best_s": round(s.hint_time, 3)},
+                        message="the threshold bound meets the warm start (docs/remat.md)",
+                        stop="the threshold bound meets the schedule (bound met)")
+    return None
+
+
+def _threshold_floor(s: _Solve, time_limit: float, sched_box: list) -> float:
+    """max(floor, the threshold and hitting-set bounds of solvers/remat/proofs.py) for the
+    model's class, climbing no higher than the hint's extra compute; the floor unchanged
+    without finite caps."""
+    if s.unbounded or time_limit < 0.2:
+        return s.floor
+    from memsched.solvers.remat.proofs import hitting_set_bound, threshold_bound
+
+    t = time.perf_counter()
+    upto = evaluate(s.graph, s.hint).compute - s.baseline
+    cls = "given" if s.gmodel else "free"
+    s.say("bounds", "threshold bound")
+    tbd = threshold_bound(s.graph, s.B, s.ecaps, cls, upto=upto, time_limit=time_limit / 2, workers=s.workers,
+                          seed=s.seed)
+    s.params["threshold_bound"] = {"extra": tbd.extra, "complete": tbd.complete, "s": round(time.perf_counter() - t, 3),
+                                   "checks": [list(c) for c in tbd.checks]}
+    left = time_limit - (time.perf_counter() - t)
+    if tbd.extra < upto and left > 0.2 and not INTERRUPTED.is_set():
+        t = time.perf_counter()
+        n0 = len(tbd.checks)
+        s.say("bounds", f"hitting-set bound (threshold bound: compute >= {s.baseline + tbd.extra:.6g})")
+        hbd = hitting_set_bound(s.graph, s.B, s.ecaps, cls, upto=upto, time_limit=left, workers=s.workers,
+                                seed=s.seed, start=tbd)
+        s.params["hitting_set_bound"] = {"extra": hbd.extra, "s": round(time.perf_counter() - t, 3),
+                                         "checks": len(hbd.checks) - n0, "certificates": len(hbd.certificates)}
+        if hbd.schedule is not None:
+            sched_box.append(hbd.schedule)
+        tbd = hbd
+    return max(s.floor, tbd.lower_bound)
+
+
+def _main_solve(s: _Solve, cp, done) -> SolveResult:
+    """6. The main model with the rest of the time (or the first slice's proof)."""
+    g = s.graph
+    if done is None:
+        if s.hint is not None:
+            cp.hint(s.hint)
+        t_s = time.perf_counter()
+        st, sol, bound, wall, log = run_cpsat(cp, max(0.5, s.left()), s.seed, s.workers, s.progress, "solve")
+    else:
+        _cp, t_s, (st, sol, bound, wall, log) = done
+    extra = {"time_to_best_s": None, "solutions": log}
+    why = _stop_words(st, s)
+    if sol is None:
+        if st == "infeasible":
+            reason = (f"CP-SAT proves no schedule with at most {max(s.ecaps)} recomputation(s) per operator"
+                      + (" and first computations in the given order" if s.given else "")
+                      + (f" fits budget {s.B}" if s.objective == "compute" else f" has compute <= {s.limit_c:g}"))
+            return s.infeasible(reason, stop=why)
+        if s.objective == "compute" and s.fits(s.hint):
+            extra["time_to_best_s"] = round(s.hint_time, 3)  # the solver found nothing better in time
+            return s.result(s.hint, status=Status.FEASIBLE, objective="compute", lower_bound=s.floor, extra=extra,
+                            message="solver timed out; returning the warm start", stop=why)
+        return s.result(None, status=Status.TIMEOUT, objective=s.objective, stop=why,
+                        message=f"no solution found in {s.elapsed():.1f} s")
+    sched, val = sol
+    if log:
+        # the first time the final objective value was reached; a value equal to the hint's is the hint's time
+        t_rel = next((e["t"] for e in log if e["objective"] <= val + 1e-9), log[-1]["t"])
+        extra["time_to_best_s"] = round((t_s - s.t0) + t_rel, 3)
+        if s.objective == "compute" and s.hint_time is not None and s.fits(s.hint) \
+                and evaluate(g, sched).compute >= evaluate(g, s.hint).compute - 1e-9:
+            extra["time_to_best_s"] = round(s.hint_time, 3)
+    if s.objective == "compute":
+        claimed = sum(g.cost[i] for i in sched.computes())
+        lb = lb_compute(cp, bound, s.floor)
+        # certified in its class only when the bound meets the value (rounded costs may not)
+        status = Status.OPTIMAL if lb is not None and same_value(lb, claimed, "compute") else Status.FEASIBLE
+        s.params["model_status"] = st
+        return s.result(sched, status=status, objective="compute", claimed=claimed, lower_bound=lb, extra=extra,
+                        stop=why)
+    peak_claim = val * cp.mem_unit + cp.const_bytes
+    lb = None if bound is None else int(math.ceil(bound - 1e-9)) * cp.mem_unit + cp.const_bytes
+    res = s.result(sched, status=Status.OPTIMAL if st == "optimal" else Status.FEASIBLE, objective="peak",
+                   claimed=peak_claim if st == "optimal" else None, lower_bound=lb, extra=extra, stop=why)
+    if res.peak > peak_claim:
+        raise SolverDisagreement(f"{SOLVER}: decoded schedule peak {res.peak} exceeds the model's peak {peak_claim}")
+    return res
+
+
+def _stop_words(st: str, s: _Solve) -> str:
+    """Why the main search ended, in words."""
+    if INTERRUPTED.is_set():
+        return "interrupted"
+    if st == "optimal":
+        return "CP-SAT proved its bound meets the schedule (bound met)"
+    if st == "infeasible":
+        return "CP-SAT proved the model infeasible"
+    return f"time limit ({s.time_limit:g} s) reached"
+
+
+# ------------------------------------------------------------------ CP-SAT
+def _add_floor(cp, floor):
+    """The objective floor as a redundant constraint (integer costs only: scaled costs are rounded)."""
+    if cp.objective == "compute" and cp.cost_div < 0 and floor is not None:
+        cp.model.Add(cp.objective_expr >= int(math.ceil(floor / -cp.cost_div - 1e-9)))
+
+
+def lb_compute(cp, bound, baseline):
+    """The CP-SAT objective bound in cost units, valid for the model's class. With costs
+    scaled by 10**6 and rounded, each of the at most ``cp.T`` computations may have lost
+    up to half a unit, so the bound is lowered by that much."""
+    if bound is None:
+        return baseline
+    div = cp.cost_div
+    if div < 0:
+        val = float(bound * -div)
+    else:
+        exact = all(float(c * div).is_integer() for c in cp.graph.cost)
+        val = float(bound if exact else bound - 0.5 * cp.T) / div
+    return max(baseline, val)
+
+
+def cp_units(cp, v) -> str:
+    """A CP-SAT objective value in the result's units: peak bytes, or compute."""
+    if cp.objective == "peak":
+        return f"peak {int(round(v)) * cp.mem_unit + cp.const_bytes} B"
+    c = v * -cp.cost_div if cp.cost_div < 0 else v / cp.cost_div
+    return f"compute {c:.6g}"
+
+
+def run_cpsat(cp, time_limit, seed, workers, progress, label):
+    """Solve a built remat model through the one CP-SAT runner.
+
+    Returns
+    -------
+    (status, (schedule, objective value) or None, bound, wall seconds, solution log)
+        ``status`` is CP-SAT's verdict about the model; the log lists (time, objective)
+        of every incumbent. Ctrl-C stops the search, keeps its incumbent and sets
+        :data:`INTERRUPTED`, which later phases check (they then run no search).
+
+    Raises
+    ------
+    MemschedError
+        CP-SAT rejects the model (numbers too large for 64-bit integers).
+    """
+    from ortools.sat.python import cp_model
+
+    log: list[dict] = []
+    t0 = time.perf_counter()
+
+    class CB(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self):
+            t = time.perf_counter() - t0
+            log.append({"t": round(t, 3), "objective": self.ObjectiveValue()})
+            if progress:  # in the result's units (bytes or compute), not CP-SAT's scaled integers
+                print(f"  [{label}] {t:7.2f}s  {cp_units(cp, self.ObjectiveValue())}  "
+                      f"bound {cp_units(cp, self.BestObjectiveBound())}", file=sys.stderr, flush=True)
+
+    if INTERRUPTED.is_set():  # Ctrl-C in an earlier phase: run no further search
+        return "unknown", None, None, 0.0, log
+    run = solve_cpsat(cp.model, time_limit=max(0.1, float(time_limit)), workers=workers, seed=seed, callback=CB(),
+                      name=f"remat-{label}")
+    if run.interrupted:
+        INTERRUPTED.set()
+    solver, name, wall = run.solver, run.status, time.perf_counter() - t0
+    if name == "invalid":
+        raise MemschedError("remat cp: CP-SAT rejects the model for this graph (numbers too large for 64-bit "
+                            "integers?): " + cp.model.Validate())
+    if name in ("optimal", "feasible"):
+        sched = cp.decode(solver.Value, solver.BooleanValue)
+        val = solver.Value(cp.capacity) if cp.objective == "peak" else solver.ObjectiveValue()
+        return name, (sched, val), solver.BestObjectiveBound(), wall, log
+    return name, None, None, wall, log
