@@ -55,10 +55,10 @@ def cmd_info(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from memsched.instances import load_schedule
+    from memsched.cli.run import load_checked_schedule
 
     g = load_graph(args.graph)
-    sched = load_schedule(g, args.schedule)
+    sched = load_checked_schedule(g, args.schedule)
     t0 = time.perf_counter()
     ev = evaluate(g, sched)
     wall = time.perf_counter() - t0

@@ -11,7 +11,7 @@ from memsched.cli.paths import check_output
 from memsched.formulations import Graph, Schedule, evaluate
 
 
-__all__ = ["emit", "run", "schedule_for"]
+__all__ = ["emit", "run", "schedule_for", "load_checked_schedule"]
 
 
 def schedule_for(graph: Graph, method: str = "given", *, time_limit: float = 60.0) -> tuple[Schedule, str]:
@@ -30,11 +30,23 @@ def schedule_for(graph: Graph, method: str = "given", *, time_limit: float = 60.
     return res.schedule, f"{method} ({res.status})"
 
 
+def load_checked_schedule(graph: Graph, path) -> Schedule:
+    """The schedule in ``path``, validated by the evaluator (inputs resident, no use after
+    free, no double free, every required output present): one line naming the file otherwise."""
+    from memsched.formulations.evaluator import ScheduleError
+    from memsched.instances import load_schedule
+
+    sched = load_schedule(graph, path)
+    try:
+        evaluate(graph, sched)
+    except ScheduleError as e:
+        raise ScheduleError(f"{path}: invalid schedule for {graph.name}: {e}") from None
+    return sched
+
+
 def _schedule(args, graph: Graph) -> tuple[Schedule, str]:
     if getattr(args, "schedule", None):
-        from memsched.instances import load_schedule
-
-        return load_schedule(graph, args.schedule), f"schedule file {args.schedule}"
+        return load_checked_schedule(graph, args.schedule), f"schedule file {args.schedule}"
     return schedule_for(graph, getattr(args, "method", "given") or "given",
                         time_limit=getattr(args, "time_limit", 60.0) or 60.0)
 
@@ -134,17 +146,10 @@ def add_parsers(sub) -> None:
 
 def cmd_emit(args) -> int:
     check_output(args.output, "-o")
-    if getattr(args, "schedule", None):  # validate a given schedule as run does (one line, exit 2)
-        from memsched.instances import load_schedule
-
-        g = load_graph(args.graph)
-        evaluate(g, load_schedule(g, args.schedule))
-
-    return emit(args)
+    return emit(args)  # a SCHEDULE file is validated as run does (one line naming it, exit 2)
 
 
 def cmd_run(args) -> int:
     if getattr(args, "keep", None):
         check_output(args.keep, "--keep")
-
     return run(args)

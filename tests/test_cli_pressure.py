@@ -132,11 +132,13 @@ def _bad_schedules(g):
         "double-free": {"events": ev[:1] + [["free", t0], ["free", t0]] + ev[1:]},
         "use-after-free": {"events": ev[:1] + [["free", t0]] + ev[1:]},
         "incomplete": {"order": names[:-1]},
+        "empty": {"order": []},
     }
 
 
-@pytest.mark.parametrize("kind", ["non-topological", "double-free", "use-after-free", "incomplete"])
+@pytest.mark.parametrize("kind", ["non-topological", "double-free", "use-after-free", "incomplete", "empty"])
 def test_emit_validates_schedules_as_run_does(tmp_path, capsys, kind):
+    """emit, run and eval refuse a bad schedule file alike: one line naming the file, exit 2."""
     from memsched.instances import load_graph
 
     g = load_graph(CHAIN)
@@ -145,9 +147,11 @@ def test_emit_validates_schedules_as_run_does(tmp_path, capsys, kind):
     prog = tmp_path / "p.py"
     rc_run, out_run, err_run = run(capsys, "run", CHAIN, sched)
     rc, out, err = run(capsys, "emit", CHAIN, sched, "-o", prog)
-    assert rc_run == 2, (kind, out_run, err_run)
+    rc_eval, out_eval, err_eval = run(capsys, "eval", CHAIN, sched)
+    assert rc_run == 2 and rc_eval == 2, (kind, out_run, err_run, err_eval)
     assert rc == 2 and out == "", (kind, out, err)
-    one_error_line(err)
+    for e in (err, err_run, err_eval):
+        one_error_line(e, "s.json: invalid schedule")
     assert not prog.exists()
 
 
