@@ -203,4 +203,4 @@ def test_allocator_sweep_and_cli(tmp_path, capsys):
 
 def test_alloc_runtime_rejects_graph_options():
     with pytest.raises(MemschedError):
-        AllocRuntime(frag_trace(), 100, "dtr", free_on_release=(1,))
+        AllocRuntime(frag_trace(), 100, "dtr", workspace=[0] * len(frag_trace().ops))

@@ -30,9 +30,9 @@ def _both(tr, budget, h, limit=float("inf"), **kw):
 
 
 def _graph_both(g, frac, h):
-    tr, _, _, fr = graph_to_trace(g)
+    tr, _, _ = graph_to_trace(g)
     budget = int(order_peak(g, g.given_order()) * frac)
-    a, b = _both(tr, budget, h, workspace=tr.meta["workspace"], free_on_release=fr)
+    a, b = _both(tr, budget, h, workspace=tr.meta["workspace"])
     assert a == b
 
 

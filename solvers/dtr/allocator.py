@@ -217,8 +217,8 @@ class AllocRuntime(Runtime):
     ``fragmentation``."""
 
     def __init__(self, trace, budget, heuristic: str = "dtr", *, allocator: str = "best-fit", **kw):
-        if kw.get("free_on_release") or kw.get("workspace") is not None:
-            raise MemschedError("address-aware allocators replay traces only (no graph workspace / inputs)")
+        if kw.get("workspace") is not None:
+            raise MemschedError("address-aware allocators replay traces only (no graph workspace)")
         super().__init__(trace, budget, heuristic, **kw)
         self.allocator = allocator
         self.alloc = make_allocator(allocator, budget)

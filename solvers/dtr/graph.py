@@ -120,13 +120,12 @@ def trace_to_graph(trace: DTRTrace, *, name: str | None = None, max_ops: int | N
                  meta={"source": "dtr-trace", "dropped_view_cost": dropped})
 
 
-def graph_to_trace(graph: Graph) -> tuple[DTRTrace, list[int], list[int], frozenset[int]]:
+def graph_to_trace(graph: Graph) -> tuple[DTRTrace, list[int], list[int]]:
     """The DTR operation sequence of ``graph`` in its given order.
 
-    Returns ``(trace, op_of, tensor_of, free_on_release)``: ``op_of[k]`` is the graph
-    operator of trace op k (-1 for an input's constant op), ``tensor_of[t]`` the graph
-    tensor of trace tensor t, and the trace tensors of unpinned graph inputs (freed after
-    their last use; empty: inputs are kept, see below). Every graph input becomes a
+    Returns ``(trace, op_of, tensor_of)``: ``op_of[k]`` is the graph operator of trace
+    op k (-1 for an input's constant op), ``tensor_of[t]`` the graph tensor of trace
+    tensor t. Every graph input becomes a
     constant, pinned for the whole run (an unpinned input is not freed after its last use,
     since DTR may need it to recompute an evicted tensor at any later time); each operator is computed in the given order; each tensor is released right
     after its last use (required outputs and pinned inputs never); required outputs are
@@ -139,7 +138,6 @@ def graph_to_trace(graph: Graph) -> tuple[DTRTrace, list[int], list[int], frozen
     tid = [-1] * graph.n_tensors  # graph tensor -> trace tensor
     op_of: list[int] = []
     tensor_of: list[int] = []
-    free_on_release = []
     order = graph.given_order()
     pos = {i: k for k, i in enumerate(order)}
     last = [-2] * graph.n_tensors  # -2: never released; -1: release at start; k: after step k
@@ -194,7 +192,7 @@ def graph_to_trace(graph: Graph) -> tuple[DTRTrace, list[int], list[int], frozen
             sched.append((PIN, tid[j]))
     tr = DTRTrace(path=f"<graph {graph.name}>", ops=ops, tensor_names=names, tensor_op=t_op, tensor_index=t_idx,
                   schedule=sched, has_start=False, meta={"workspace": workspace})
-    return tr, op_of, tensor_of, frozenset(free_on_release)
+    return tr, op_of, tensor_of
 
 
 def replay_graph(graph: Graph, budget_bytes: int, heuristic: str = "dtr", overhead_limit: float = 2.0,
@@ -213,11 +211,11 @@ def replay_graph(graph: Graph, budget_bytes: int, heuristic: str = "dtr", overhe
         raise MemschedError(f"replay_graph: budget_bytes must be a non-negative number, got {budget_bytes!r}")
     h = canonical_heuristic(heuristic)
     t0 = time.perf_counter()
-    tr, op_of, tensor_of, fr = graph_to_trace(graph)
+    tr, op_of, tensor_of = graph_to_trace(graph)
     total = graph.total_cost()
     limit = total * (overhead_limit - 1) if not math.isinf(overhead_limit) else math.inf
     rt = Runtime(tr, budget_bytes, h, remat_limit=limit, record=True, seed=seed,
-                 workspace=tr.meta["workspace"], free_on_release=fr,
+                 workspace=tr.meta["workspace"],
                  deadline=None if timeout is None else time.perf_counter() + timeout)
     params = {"budget": budget_bytes, "heuristic": h, "overhead_limit": overhead_limit}
     try:

@@ -1,0 +1,103 @@
+"""Equivalence classes of evicted storages for h_DTR-EqClass (simrd's ``DTREqClass`` and
+the ``ab-eq*`` ablations).
+
+h_DTR-EqClass (Kirisame et al., ICLR 2021, appendix) approximates e*(s) by the total
+compute of the connected components ("equivalence classes") of evicted storages next to
+s. As in simrd the classes are a union-find that merges on eviction and is never split:
+a rematerialized storage lowers its class's value by its compute and leaves it. A new
+storage gets a class node of value 0 when its operator is issued and is immaterial until
+the operator runs (so a parent evicted during the parents' recomputation cascade merges
+it into its class; found by the simrd oracle, docs/dtr.md).
+
+:class:`EqClassMixin` reads the runtime core's ``adj_c``, ``adj_p``, ``evicted`` and
+``st_comp``; used only by :class:`memsched.solvers.dtr.runtime.Runtime`.
+"""
+from __future__ import annotations
+
+__all__ = ["EqClassMixin"]
+
+
+class EqClassMixin:
+    """Union-find of evicted storages (``uf_parent``, ``uf_val``; ``st_ecn[s]``: the node
+    of storage s, -1 when material)."""
+
+    def _init_eq(self) -> None:
+        self.st_ecn = [-1] * self.trace.n_tensors
+        self.uf_parent: list[int] = []
+        self.uf_val: list = []
+        self._eq_cost = self._make_eq_cost()
+
+    def _eq_issue(self, s: int) -> None:
+        """A new storage ``s`` is issued: a class node of value 0, counted as evicted until
+        its operator runs."""
+        self.st_ecn[s] = len(self.uf_parent)
+        self.uf_parent.append(-1)
+        self.uf_val.append(0)
+        self.evicted.add(s)
+
+    def _eq_materialized(self, rst) -> None:
+        """The storages ``rst`` were made material: each lowers its class's value by its
+        compute and leaves its class (the class is not split)."""
+        ecn = self.st_ecn
+        for s in rst:
+            e = ecn[s]
+            if e != -1:
+                r = self._find(e)
+                self.uf_val[r] = self.uf_val[r] - self.st_comp[s]
+                ecn[s] = -1
+
+    def _eq_evicted(self, s: int) -> None:
+        """Storage ``s`` was evicted: a new node of value comp(s), merged with the class of
+        every evicted neighbour."""
+        node = len(self.uf_parent)
+        self.uf_parent.append(-1)
+        self.uf_val.append(self.st_comp[s])
+        self.st_ecn[s] = node
+        for n in self._evicted_neighbors(s):
+            left = self._find(self.st_ecn[n])
+            r = self._find(node)
+            if left != r:
+                self.uf_parent[left] = r
+                self.uf_val[r] = self.uf_val[left] + self.uf_val[r]
+
+    def _find(self, e: int) -> int:
+        """Root of node ``e`` (path compression)."""
+        par = self.uf_parent
+        root = e
+        while par[root] != -1:
+            root = par[root]
+        while par[e] != -1 and par[e] != root:
+            nxt = par[e]
+            par[e] = root
+            e = nxt
+        return root
+
+    def _evicted_neighbors(self, s: int) -> set:
+        out = (self.adj_p[s] | self.adj_c[s]) & self.evicted
+        out.discard(s)
+        return out
+
+    def _make_eq_cost(self):
+        """``eq_cost(s)``: comp(s) plus the value of each distinct class of s's evicted
+        neighbours (a closure over this state, called in the heuristic's pool scan).
+
+        Complexity: O(evicted neighbours) (near-constant finds)."""
+        comp, ecn, par, val = self.st_comp, self.st_ecn, self.uf_parent, self.uf_val
+        adj_p, adj_c, ev = self.adj_p, self.adj_c, self.evicted
+        find = self._find
+
+        def eq_cost(s):
+            c = comp[s]
+            roots = set()
+            add = roots.add
+            for n in (adj_p[s] | adj_c[s]) & ev:
+                if n != s:
+                    e = ecn[n]
+                    p = par[e]
+                    # a root, or a child of one, is its class without find() (which would
+                    # not change the tree there)
+                    add(e if p == -1 else p if par[p] == -1 else find(e))
+            for r in roots:
+                c = c + val[r]
+            return c
+        return eq_cost
