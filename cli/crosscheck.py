@@ -88,13 +88,55 @@ def _given_peak(rep: CrosscheckReport):
     return r.peak if r else None
 
 
+def _panel_lines(rep: CrosscheckReport, problem: str) -> list[tuple[str, list[int], int, bool]]:
+    """The lines of one panel: (label, memory at each compute event, peak, highlighted).
+    Methods whose schedules are identical share one line (``dfs = best``); the best row
+    (least peak for orders, least compute within the budget for remat) is highlighted."""
+    groups: dict = {}
+    for r in rep.rows:
+        if r.problem == problem and r.schedule is not None and r.peak is not None:
+            groups.setdefault(r.schedule.events, []).append(r)
+    if problem == "order":
+        def key(rs):
+            return rs[0].peak
+    else:
+        def key(rs):
+            return rep.budget is not None and rs[0].peak > rep.budget, rs[0].compute, rs[0].peak
+    best = min(groups.values(), key=key, default=None)
+    out = []
+    for events, rs in groups.items():
+        ev = evaluate(rep.graph, rs[0].schedule)
+        ys = [m for (kind, _), m in zip(events, ev.timeline) if kind == 0]
+        out.append((" = ".join(r.method for r in rs), ys, ev.peak, rs is best))
+    return out
+
+
+def _draw_panel(ax, rep: CrosscheckReport, problem: str, div: float, colors) -> None:
+    lines = _panel_lines(rep, problem)
+    for (label, ys, peak, best), col in zip(lines, colors(len(lines))):
+        xs = [k / max(1, len(ys) - 1) for k in range(len(ys))]
+        ax.step(xs, [y / div for y in ys], where="post", lw=2.4 if best else 1.1, alpha=1.0 if best else 0.8,
+                zorder=3 if best else 2, color=col,
+                label=f"{label}: peak {fmt_bytes(peak)}" + (" (best)" if best else ""))
+        if ys:
+            k = max(range(len(ys)), key=ys.__getitem__)
+            ax.plot([xs[k]], [ys[k] / div], "v", color=col, ms=7, zorder=4)  # this line's peak
+    if problem == "order" and rep.order_lower_bound is not None:
+        ax.axhline(rep.order_lower_bound / div, color="black", ls=":", lw=1.2,
+                   label=f"lower bound on an order's peak: {fmt_bytes(int(rep.order_lower_bound))}")
+    if problem == "remat" and rep.budget is not None:
+        ax.axhline(rep.budget / div, color="black", ls="--", lw=1.2, label=f"budget: {fmt_bytes(rep.budget)}")
+
+
 def timelines_figure(rep: CrosscheckReport):
     """The figure of :func:`plot_timelines` (returned open, for tests to inspect).
 
     Two panels side by side (small multiples): orderings (no recomputation), with the
     proven lower bound on the peak of an order; and remat schedules, with the budget.
     The order lower bound is not drawn on the remat panel (recomputation may go below it).
-    Each method has its own colour; the legends sit outside the data, below each panel."""
+    Methods with identical schedules share a line; each line has its own colour and a
+    marker at its peak; the best line of a panel is drawn thick; bound and budget are
+    black; the legends sit outside the data, below each panel."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -103,36 +145,19 @@ def timelines_figure(rep: CrosscheckReport):
     from memsched.cli.fmt import byte_unit, distinct_colors
 
     drawn = [r for r in rep.rows if r.schedule is not None and r.peak is not None]
-    top = max([r.peak for r in drawn] + [rep.budget or 0, rep.order_lower_bound or 0, 1])
-    div, unit = byte_unit(top)
-    colors = {}
-    for problem in ("order", "remat"):  # distinct colours within each panel (tab10 while it suffices)
-        mine = [r.method + "/" + r.problem for r in drawn if r.problem == problem]
-        colors.update(zip(mine, distinct_colors(len(mine))))
+    div, unit = byte_unit(max([r.peak for r in drawn] + [rep.budget or 0, rep.order_lower_bound or 0, 1]))
     panels = [("order", "orderings (no recomputation)"), ("remat", "rematerialization (recomputation allowed)")]
     panels = [(k, t) for k, t in panels if any(r.problem == k for r in drawn)] or panels[:1]
     fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 5.2), sharey=True, squeeze=False)
     for ax, (problem, title) in zip(axes[0], panels):
-        for r in drawn:
-            if r.problem != problem:
-                continue
-            ev = evaluate(rep.graph, r.schedule)
-            ys = [m / div for (kind, _), m in zip(r.schedule.events, ev.timeline) if kind == 0]
-            xs = [k / max(1, len(ys) - 1) for k in range(len(ys))]
-            ax.step(xs, ys, where="post", lw=1.3, color=colors[r.method + "/" + r.problem],
-                    label=f"{r.method}: peak {fmt_bytes(r.peak)}")
-        if problem == "order" and rep.order_lower_bound is not None:
-            ax.axhline(rep.order_lower_bound / div, color="black", ls=":", lw=1.2,
-                       label=f"lower bound on an order's peak: {fmt_bytes(int(rep.order_lower_bound))}")
-        if problem == "remat" and rep.budget is not None:
-            ax.axhline(rep.budget / div, color="red", ls="--", lw=1.2, label=f"budget: {fmt_bytes(rep.budget)}")
+        _draw_panel(ax, rep, problem, div, distinct_colors)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("progress through the schedule (compute events, normalized)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     axes[0][0].set_ylabel(f"memory while an operator runs ({unit})")
-    fig.suptitle(f"memsched crosscheck: {rep.graph.name} ({rep.graph.n_ops} operators), memory timelines",
-                 fontsize=11)
+    fig.suptitle(f"memsched crosscheck: {rep.graph.name} ({rep.graph.n_ops} operators), memory timelines "
+                 "(\u25bc = peak of each line)", fontsize=11)
     fig.tight_layout()
     return fig
 

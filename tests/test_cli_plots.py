@@ -90,12 +90,26 @@ def test_crosscheck_timelines_small_multiples_distinct_colours(tmp_path, capsys)
     rep = crosscheck(g, budget=0.8, time_limit=5)
     fig = timelines_figure(rep)
     assert len(fig.axes) == 2  # orderings | remat
+    methods = {r.method for r in rep.rows}
     for ax in fig.axes:
-        steps = [ln for ln in ax.get_lines() if ln.get_label().split(":")[0] in {r.method for r in rep.rows}]
+        steps = [ln for ln in ax.get_lines() if set(ln.get_label().split(":")[0].split(" = ")) <= methods]
         colours = [mcolors.to_hex(ln.get_color()) for ln in steps]
-        assert len(colours) == len(set(colours)) >= 3  # every method of a panel its own colour
+        assert len(colours) == len(set(colours)) >= 3  # every line of a panel its own colour
+        refs = [ln for ln in ax.get_lines() if "bound" in ln.get_label() or "budget" in ln.get_label()]
+        assert refs and all(mcolors.to_hex(ln.get_color()) == "#000000" for ln in refs)  # never a method's colour
+        assert sum(ln.get_linewidth() > 2 for ln in steps) == 1  # the panel's best line is highlighted
+        markers = [ln for ln in ax.get_lines() if ln.get_marker() == "v"]
+        assert len(markers) == len(steps)  # each line's peak is marked ...
+        for ln, mk in zip(steps, markers):  # ... at the line's highest point
+            assert mk.get_ydata()[0] == max(ln.get_ydata())
         assert _legend_outside(fig, ax, ax.get_legend())
         assert "(B)" in fig.axes[0].get_ylabel() or "KiB" in fig.axes[0].get_ylabel()
+    # methods with one and the same schedule share one line (here dfs and best)
+    order_rows = [r for r in rep.rows if r.problem == "order"]
+    same = [(a.method, b.method) for a in order_rows for b in order_rows
+            if a.method < b.method and a.schedule.events == b.schedule.events]
+    labels = [ln.get_label() for ln in fig.axes[0].get_lines()]
+    assert same and all(any(x in lab and y in lab and " = " in lab for lab in labels) for x, y in same), labels
     order_ax, remat_ax = fig.axes
     assert any("lower bound" in ln.get_label() for ln in order_ax.get_lines())
     # the order lower bound is not drawn under remat schedules (they may go below it)
