@@ -109,21 +109,30 @@ class _Part:
         self.total = [max((tot[s] for s in range(sec.first[i], sec.last[i])), default=0) for i in range(n)]
         self.lb = max(tot, default=0)
 
-    def rank(self, heuristic: str) -> np.ndarray:
-        """Static preorder: W width, A area, T largest section total, Z size; all descending."""
+    def rank(self, heuristic: str, among=None, tot=None) -> np.ndarray:
+        """Static preorder: W width, A area, T largest section total, Z size; all descending,
+        ties by index. With ``among`` (buffer indices) and ``tot`` (current section totals of
+        the unplaced buffers): ranks 0.. for those buffers only, T taken from ``tot`` (the
+        preorder a group gets when the search splits; other entries are -1)."""
         b = self.bufs
+        sec = self.sec
+        idx = range(self.n) if among is None else [int(i) for i in among]
 
         def key(i):
             k = []
             for c in heuristic:
                 w = b[i].upper - b[i].lower
-                k.append(-{"W": w, "A": w * b[i].size, "T": self.total[i], "Z": b[i].size}[c])
+                if c == "T":
+                    v = self.total[i] if tot is None else int(max(tot[sec.first[i]:sec.last[i]], default=0))
+                else:
+                    v = {"W": w, "A": w * b[i].size, "Z": b[i].size}[c]
+                k.append(-v)
             k.append(i)
             return k
 
-        order = sorted(range(self.n), key=key)
-        r = np.empty(self.n, dtype=np.int64)
-        r[order] = np.arange(self.n)
+        order = sorted(idx, key=key)
+        r = np.full(self.n, -1, dtype=np.int64)
+        r[order] = np.arange(len(order))
         return r
 
 
@@ -135,10 +144,11 @@ class _Search:
     BIG = np.int64(1) << 60
 
     def __init__(self, part: _Part, cap: int, rank: np.ndarray, deadline: float, node_limit: int | None,
-                 improve: bool):
+                 improve: bool, heur: str = "WAT"):
         self.p = part
         self.cap = cap
         self.rank = rank
+        self.heur = heur
         self.deadline = deadline
         self.node_limit = node_limit
         self.improve = improve
@@ -168,12 +178,18 @@ class _Search:
             self.best_height = int((self.off + p.size).max())
         return self.best is not None
 
-    def _sub(self, minoff, unpl, last_off, last_rank) -> bool:
-        """Solve one independent group of unplaced buffers, continuing the canonical order."""
+    def _sub(self, minoff, unpl) -> bool:
+        """Solve one independent group of unplaced buffers: the canonical order restarts (offset -1)
+        under the preorder recomputed from the group's current section totals."""
         low, tot = self._sections(minoff, unpl)
-        if self._need(low, tot, last_off) > self.cap:
+        if self._need(low, tot, 0) > self.cap:
             return False
-        return self._dfs(minoff, unpl, low, tot, int(unpl.sum()), last_off, last_rank)
+        old = self.rank
+        self.rank = self.p.rank(self.heur, np.flatnonzero(unpl), tot)
+        try:
+            return self._dfs(minoff, unpl, low, tot, int(unpl.sum()), -1, -1)
+        finally:
+            self.rank = old
 
     def _sections(self, minoff, unpl):
         """Per section: the lowest minoff of its unplaced buffers, and their total size."""
@@ -287,7 +303,7 @@ class _Search:
                     for g in groups:
                         gm = np.zeros(p.n, dtype=bool)
                         gm[g] = True
-                        if not self._sub(nm, gm, o, int(self.rank[b])):
+                        if not self._sub(nm, gm):
                             ok = False
                             self.off[nu] = -1
                             break
@@ -308,8 +324,8 @@ class _KSearch:
     CHUNK = 20000
 
     def __init__(self, part: _Part, cap: int, rank: np.ndarray, deadline: float, node_limit: int | None,
-                 improve: bool):
-        self.k = KernelState(part, cap, rank, improve)
+                 improve: bool, heur: str = "WAT"):
+        self.k = KernelState(part, cap, rank, improve, heur)
         self.deadline = deadline
         self.node_limit = node_limit
         self.improve = improve
@@ -349,11 +365,13 @@ class _KSearch:
                 raise _Timeout
 
 
-def _make_search(part: _Part, cap: int, rank: np.ndarray, deadline: float, node_limit: int | None, improve: bool):
-    """The compiled engine when numba is present and the arrays stay small, else numpy."""
+def _make_search(part: _Part, cap: int, heur: str, deadline: float, node_limit: int | None, improve: bool):
+    """The compiled engine when numba is present and the arrays stay small, else numpy; the
+    search under the static preorder ``heur`` (also used for the groups of a split)."""
+    rank = part.rank(heur)
     if ENGINE == "numba" and KernelState.fits(part):
-        return _KSearch(part, cap, rank, deadline, node_limit, improve)
-    return _Search(part, cap, rank, deadline, node_limit, improve)
+        return _KSearch(part, cap, rank, deadline, node_limit, improve, heur)
+    return _Search(part, cap, rank, deadline, node_limit, improve, heur)
 
 
 def _cpsat(part: _Part, lb: int, ub: int, hint, deadline: float, seed: int = 0):
@@ -446,7 +464,7 @@ def _solve_part(part: _Part, capacity: int | None, minimize: bool, method: str, 
             while not done:
                 t_round = time.perf_counter()
                 for h in PREORDERS:
-                    s = _make_search(part, goal, part.rank(h), d1, limit, improve=False)
+                    s = _make_search(part, goal, h, d1, limit, improve=False)
                     try:
                         found = s.run()
                     except _Abort:
@@ -491,7 +509,7 @@ def _solve_part(part: _Part, capacity: int | None, minimize: bool, method: str, 
         # 2. branch and bound from just below the best height
         if not stats.get("timeout"):
             cap = best_h - 1 if hard_cap is None else min(best_h - 1, hard_cap)
-            s = _make_search(part, cap, part.rank(PREORDERS[0]), deadline, None, improve=True)
+            s = _make_search(part, cap, PREORDERS[0], deadline, None, improve=True)
             try:
                 s.run()
                 exhausted = True
@@ -605,7 +623,7 @@ def search_fits(buffers, capacity: int, *, preorder: str = "WAT", time_limit: fl
     deadline = time.perf_counter() + time_limit
 
     def fn(part):
-        s = _make_search(part, capacity, part.rank(preorder), deadline, None, improve=False)
+        s = _make_search(part, capacity, preorder, deadline, None, improve=False)
         try:
             return s.best if s.run() else None
         except _Timeout:
@@ -621,7 +639,7 @@ def search_minimize(buffers, *, preorder: str = "WAT", time_limit: float = 60.0)
 
     def fn(part):
         cap = int(part.size.sum())
-        s = _make_search(part, cap, part.rank(preorder), deadline, None, improve=True)
+        s = _make_search(part, cap, preorder, deadline, None, improve=True)
         try:
             s.run()
         except _Timeout:

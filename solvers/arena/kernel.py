@@ -33,8 +33,96 @@ BIG = np.int64(1) << np.int64(60)
 
 
 @njit(cache=True)
-def _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, f_o, f_r, d_lo, d_lr, d, k):
-    """Make the next non-empty group of frame k active at depth d; False when none is left."""
+def _before(i, j, keys, nk):
+    """Static preorder comparison: keys descending, then index ascending."""
+    for q in range(nk):
+        if keys[i, q] != keys[j, q]:
+            return keys[i, q] > keys[j, q]
+    return i < j
+
+
+@njit(cache=True)
+def _rerank(lab, grp, unpl, first, last, tot, wid, area, size, heur, rank, rl_i, rl_v, st, gbuf, tmp, keys):
+    """Give the unplaced buffers of group ``lab`` fresh ranks 0.. by the preorder ``heur`` (codes:
+    0 width, 1 area, 2 largest current section total (unplaced sizes), 3 size; all descending),
+    logging the old ranks for the frame's undo."""
+    n = grp.shape[0]
+    nk = heur.shape[0]
+    cnt = 0
+    for c in range(n):
+        if unpl[c] and grp[c] == lab:
+            gbuf[cnt] = c
+            for q in range(nk):
+                h = heur[q]
+                if h == 0:
+                    v = wid[c]
+                elif h == 1:
+                    v = area[c]
+                elif h == 2:
+                    v = 0
+                    for s in range(first[c], last[c]):
+                        if tot[s] > v:
+                            v = tot[s]
+                else:
+                    v = size[c]
+                keys[c, q] = v
+            cnt += 1
+    # bottom-up merge sort of gbuf[:cnt]
+    w = 1
+    src = gbuf
+    dst = tmp
+    while w < cnt:
+        i = 0
+        while i < cnt:
+            a = i
+            am = min(i + w, cnt)
+            b = am
+            bm = min(i + 2 * w, cnt)
+            k = i
+            while a < am and b < bm:
+                if _before(src[b], src[a], keys, nk):
+                    dst[k] = src[b]
+                    b += 1
+                else:
+                    dst[k] = src[a]
+                    a += 1
+                k += 1
+            while a < am:
+                dst[k] = src[a]
+                a += 1
+                k += 1
+            while b < bm:
+                dst[k] = src[b]
+                b += 1
+                k += 1
+            i += 2 * w
+        src, dst = dst, src
+        w *= 2
+    top = st[15]
+    for r in range(cnt):
+        c = src[r]
+        rl_i[top] = c
+        rl_v[top] = rank[c]
+        top += 1
+        rank[c] = r
+    st[15] = top
+
+
+@njit(cache=True)
+def _unrank(rank, rl_i, rl_v, st, upto):
+    top = st[15]
+    while top > upto:
+        top -= 1
+        rank[rl_i[top]] = rl_v[top]
+    st[15] = top
+
+
+@njit(cache=True)
+def _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, d_lo, d_lr, d, k,
+                 tot, wid, area, size, heur, rank, rl_i, rl_v, gbuf, tmp, keys):
+    """Make the next non-empty group of frame k active at depth d; False when none is left.
+    The group restarts the canonical order (offset -1, rank -1) under fresh ranks computed
+    from the current section totals (docs/arena.md, "Components and dynamic decomposition")."""
     n = grp.shape[0]
     while f_j[k] < f_m[k]:
         lab = f_L[k] + f_j[k]
@@ -54,8 +142,10 @@ def _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, f_o, f_r, d_lo, d_lr
             st[10] = lo
             st[11] = hi
             st[2] = cnt
-            d_lo[d] = f_o[k]
-            d_lr[d] = f_r[k]
+            d_lo[d] = -1
+            d_lr[d] = -1
+            _rerank(lab, grp, unpl, first, last, tot, wid, area, size, heur, rank, rl_i, rl_v, st, gbuf, tmp,
+                    keys)
             return True
         f_j[k] += 1
     return False
@@ -64,17 +154,19 @@ def _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, f_o, f_r, d_lo, d_lr
 @njit(cache=True)
 def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
                  minoff, unpl, low, tot, off, st, grp, cross, zeros,
-                 f_d1, f_pl, f_pb, f_pg0, f_pg1, f_o, f_r, f_L, f_m, f_j,
+                 f_d1, f_pl, f_pb, f_pg0, f_pg1, f_rl, f_L, f_m, f_j,
+                 wid, area, heur, rl_i, rl_v, gbuf, tmp, keys,
                  d_lo, d_lr, d_A, d_T, d_cnt, d_pos, d_b, d_hat, d_mlog, d_llog, cand,
                  mlog_i, mlog_v, llog_i, llog_v, best_off, budget):
     """Run the depth-first search for at most ``budget`` nodes. ``st``: [depth, phase, left,
     cap, improve, mlog top, llog top, best height, nodes, base depth, group's first section,
-    group's end section, active group label, frames, next label]. Candidates are the unplaced
-    buffers of the active group. A placement that leaves the group's unplaced buffers in
-    independent groups (no unplaced buffer crosses a section boundary between them) opens a
-    frame: the groups are solved one after the other (continuing the canonical order from the
-    split), a group that fails fails the split's child, and its alternatives inside earlier
-    groups are never enumerated. Returns FOUND / EXHAUSTED / BUDGET."""
+    group's end section, active group label, frames, next label, rank log top]. Candidates are
+    the unplaced buffers of the active group. A placement that leaves the group's unplaced
+    buffers in independent groups (no unplaced buffer crosses a section boundary between them)
+    opens a frame: the groups are solved one after the other, each restarting the canonical
+    order under a preorder recomputed from the current section totals; a group that fails
+    fails the split's child, and its alternatives inside earlier groups are never enumerated.
+    Returns FOUND / EXHAUSTED / BUDGET."""
     n = size.shape[0]
     S = tot.shape[0]
     big = np.int64(1) << np.int64(60)
@@ -99,10 +191,12 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
                     while st[13] > 0:
                         k = st[13] - 1
                         f_j[k] += 1
-                        if _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, f_o, f_r, d_lo, d_lr, d, k):
+                        if _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, d_lo, d_lr, d, k,
+                                        tot, wid, area, size, heur, rank, rl_i, rl_v, gbuf, tmp, keys):
                             done = False
                             break
                         # every group of frame k placed: back to its parent group (all placed too)
+                        _unrank(rank, rl_i, rl_v, st, f_rl[k])
                         for c in range(n):
                             if grp[c] >= f_L[k] and grp[c] < f_L[k] + f_m[k]:
                                 grp[c] = f_pl[k]
@@ -280,8 +374,7 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
                                 f_pb[k] = st[9]
                                 f_pg0[k] = g0
                                 f_pg1[k] = g1
-                                f_o[k] = o
-                                f_r[k] = rank[b]
+                                f_rl[k] = st[15]
                                 f_L[k] = st[14]
                                 f_m[k] = nz + 1
                                 f_j[k] = 0
@@ -294,8 +387,8 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
                                                 cnt += 1
                                         grp[c] = f_L[k] + cnt
                                 st[13] = k + 1
-                                _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, f_o, f_r, d_lo, d_lr,
-                                             d, k)
+                                _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, d_lo, d_lr, d, k,
+                                             tot, wid, area, size, heur, rank, rl_i, rl_v, gbuf, tmp, keys)
                     break
                 # undo
                 off[b] = -1
@@ -322,6 +415,7 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
                     return 0
                 # a group of the innermost frame has no completion: the split's child fails
                 k = st[13] - 1
+                _unrank(rank, rl_i, rl_v, st, f_rl[k])
                 while d > f_d1[k]:
                     d -= 1
                     b = d_b[d]
@@ -373,7 +467,7 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
 class KernelState:
     """Arrays of one search (one part, one capacity, one preorder)."""
 
-    def __init__(self, part, cap: int, rank: np.ndarray, improve: bool):
+    def __init__(self, part, cap: int, rank: np.ndarray, improve: bool, heur: str = "WAT"):
         n = part.n
         sec = part.sec
         i64 = np.int64
@@ -394,10 +488,19 @@ class KernelState:
         self.low = np.zeros(sec.count, dtype=i64)
         self.tot = np.add.reduceat(part.fsize, part.starts).astype(i64) if sec.count else np.zeros(0, dtype=i64)
         self.off = np.full(n, -1, dtype=i64)
-        self.st = np.array([0, 0, n, cap, 1 if improve else 0, 0, 0, -1, 0, 0, 0, sec.count, 0, 0, 1], dtype=i64)
+        self.st = np.array([0, 0, n, cap, 1 if improve else 0, 0, 0, -1, 0, 0, 0, sec.count, 0, 0, 1, 0], dtype=i64)
         self.grp = np.zeros(n, dtype=i64)
         self.zeros = np.zeros(sec.count + 1, dtype=i64)
-        self.frames = [np.zeros(n + 1, dtype=i64) for _ in range(10)]
+        self.frames = [np.zeros(n + 1, dtype=i64) for _ in range(9)]
+        # per-group preorders (recomputed at each group start; old ranks logged for the undo)
+        self.wid = np.array([b.upper - b.lower for b in part.bufs], dtype=i64)
+        self.area = self.wid * self.size
+        self.heur = np.array(["WATZ".index(c) for c in heur], dtype=i64)
+        self.rl_i = np.zeros(n * (n + 1) // 2 + 1, dtype=i64)
+        self.rl_v = np.zeros(n * (n + 1) // 2 + 1, dtype=i64)
+        self.gbuf = np.zeros(n + 1, dtype=i64)
+        self.gtmp = np.zeros(n + 1, dtype=i64)
+        self.keys = np.zeros((n + 1, max(len(heur), 1)), dtype=i64)
         self.cross = np.zeros(max(sec.count - 1, 0) + 1, dtype=i64)
         for f, l in zip(sec.first, sec.last):
             if l - 1 > f:
@@ -428,7 +531,8 @@ class KernelState:
     def run(self, budget: int) -> int:
         return int(search_chunk(self.size, self.rank, self.ovp, self.ovi, self.first, self.last, self.secp,
                                 self.seci, self.a0, self.a1, self.minoff, self.unpl, self.low, self.tot, self.off,
-                                self.st, self.grp, self.cross, self.zeros, *self.frames, self.d_lo, self.d_lr, self.d_A, self.d_T, self.d_cnt, self.d_pos, self.d_b,
+                                self.st, self.grp, self.cross, self.zeros, *self.frames, self.wid, self.area,
+                                self.heur, self.rl_i, self.rl_v, self.gbuf, self.gtmp, self.keys, self.d_lo, self.d_lr, self.d_A, self.d_T, self.d_cnt, self.d_pos, self.d_b,
                                 self.d_hat, self.d_mlog, self.d_llog, self.cand, self.mlog_i, self.mlog_v,
                                 self.llog_i, self.llog_v, self.best_off, np.int64(budget)))
 
