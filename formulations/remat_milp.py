@@ -46,14 +46,20 @@ lives in ``memsched.solvers.remat.milp``.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from .graph import Graph
 from .schedule import COMPUTE, FREE, Schedule
 
-__all__ = ["RematMILP", "build_remat_milp", "MIP_SOLVERS"]
+__all__ = ["RematMILP", "build_remat_milp", "MIP_SOLVERS", "BuildDeadline"]
 
 MIP_SOLVERS = ("highs", "appsi_highs", "cbc", "glpk", "gurobi", "cplex", "scip", "xpress")
+
+
+class BuildDeadline(Exception):
+    """:func:`build_remat_milp` passed its ``deadline`` (``time.perf_counter()`` seconds)
+    before the model was complete; ``args[0]`` says how far it got."""
 
 
 @dataclass
@@ -75,6 +81,11 @@ class RematMILP:
     const_bytes: int
     S_set: set
     stats: dict = field(default_factory=dict)
+    deadline: float | None = None
+
+    def check_deadline(self, where: str) -> None:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise BuildDeadline(f"the model build reached its deadline at {where}")
 
     def hint(self, schedule: Schedule) -> bool:
         """Give every variable (R, S, F, M and P) the value of ``schedule`` and return True
@@ -100,7 +111,8 @@ class RematMILP:
 
 
 def build_remat_milp(graph: Graph, budget: int | None, caps: list[int | None], *, objective: str = "compute",
-                     compute_budget: float | None = None, order: list[int] | None = None) -> RematMILP:
+                     compute_budget: float | None = None, order: list[int] | None = None,
+                     deadline: float | None = None) -> RematMILP:
     """Build Checkmate's stage MILP (module docstring) in Pyomo.
 
     Parameters
@@ -117,10 +129,18 @@ def build_remat_milp(graph: Graph, budget: int | None, caps: list[int | None], *
         With ``objective="peak"``: total compute at most this.
     order : list of int, optional
         The stage order (default: the graph's given order).
+    deadline : float, optional
+        ``time.perf_counter()`` value; checked between groups of constraints (each stage
+        of the memory constraints), so that a time limit covers the build.
 
     Returns
     -------
     RematMILP
+
+    Raises
+    ------
+    BuildDeadline
+        The deadline passed before the model was complete.
 
     Complexity
     ----------
@@ -145,8 +165,12 @@ def build_remat_milp(graph: Graph, budget: int | None, caps: list[int | None], *
     m.M = pyo.Var(R_idx, bounds=(0, None))
     m.c = pyo.ConstraintList()
     enc.model = m
+    enc.deadline = deadline
+    enc.check_deadline("variables")
     _add_presence(enc, caps)
+    enc.check_deadline("dependencies")
     _add_free_bounds(enc, F_idx)
+    enc.check_deadline("free bounds")
     cap_expr = _add_capacity(enc, objective, budget)
     _add_memory(enc, F_idx, cap_expr)
     cost = [graph.cost[enc.order[i]] for i in range(n)]
@@ -276,6 +300,7 @@ def _add_memory(enc: RematMILP, F_idx, cap_expr) -> None:
     for (t, j, k) in F_idx:
         frees_at.setdefault((t, k), []).append(j)
     for t in range(n):
+        enc.check_deadline(f"memory of stage {t}")
         prev = sum(sz[j] * m.S[t, j] for j in enc.tens if (t, j) in enc.S_set)
         for k in range(t + 1):
             m.c.add(prev + (out_units[k] + ws_units[k]) * m.R[t, k] <= cap_expr)

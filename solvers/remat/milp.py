@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import math
 
-from memsched.formulations.remat_milp import MIP_SOLVERS, build_remat_milp
+from memsched.formulations.remat_milp import MIP_SOLVERS, BuildDeadline, build_remat_milp
 from memsched.formulations.graph import Graph
 from memsched.formulations.schedule import Schedule
+
+
+# Handing a built Pyomo model to the solver (Pyomo's translation to HiGHS, or writing the
+# LP/NL file) costs about this many times the build itself (measured 3.3x on
+# random_layered n100; docs/remat.md). The build must leave room for it inside the limit.
+HANDOVER_FACTOR = 4.0
 
 
 def _time_option(name: str, limit: float) -> dict:
@@ -47,13 +53,23 @@ def solve_remat_milp(graph: Graph, budget, caps, *, objective="compute", eps=0.0
                                message=why, params=params)
     baseline = g.total_cost()
     compute_budget = (1 + eps) * baseline if objective == "peak" else None
-    enc = build_remat_milp(g, budget, caps, objective=objective, compute_budget=compute_budget)
+    deadline = t0 + time_limit
+
+    def out_of_time(why):
+        params["stop"] = f"time limit ({time_limit:g} s) reached: {why}"
+        return make_result(g, None, solver=solver_name, status=Status.TIMEOUT, objective=objective,
+                           message=f"no solution in {time_limit:g} s: {why}", params=params,
+                           wall_s=time.perf_counter() - t0)
+
+    try:  # the build and the hand-over to the solver fit the limit, or nothing is solved
+        enc = build_remat_milp(g, budget, caps, objective=objective, compute_budget=compute_budget,
+                               deadline=t0 + time_limit / (1 + HANDOVER_FACTOR))
+    except BuildDeadline as e:
+        return out_of_time(f"{e.args[0]} ({time.perf_counter() - t0:.1f} s; handing the model to the solver "
+                           f"would take about {HANDOVER_FACTOR:g}x as long again)")
     model = enc.model
     params["build_s"] = round(time.perf_counter() - t0, 3)
     params.update(enc.stats)
-    # handing the model to the solver costs about as much as building it: keep it inside the limit
-    build = time.perf_counter() - t0
-    remaining = max(1.0, time_limit - 2.0 * build)
     lb = None
     name = mip_solver.lower()
     if name in ("highs", "appsi_highs"):
@@ -62,6 +78,17 @@ def solve_remat_milp(graph: Graph, budget, caps, *, objective="compute", eps=0.0
         opt = Highs()
         if not opt.available():
             raise MemschedError("remat: MIP solver 'highs' is not available (pip install highspy)")
+        th = time.perf_counter()
+        opt.set_instance(model)  # Pyomo's translation, timed on its own
+        params["handover_s"] = round(time.perf_counter() - th, 3)
+        for k in ("check_for_new_or_removed_constraints", "check_for_new_or_removed_vars",
+                  "check_for_new_or_removed_params", "check_for_new_objective", "update_constraints", "update_vars",
+                  "update_params", "update_named_expressions"):
+            setattr(opt.update_config, k, False)  # the instance is complete: solve() re-reads nothing
+        remaining = deadline - time.perf_counter()
+        if remaining < 0.2:
+            return out_of_time(f"the model build ({params['build_s']:g} s) and its hand-over to HiGHS "
+                               f"({params['handover_s']:g} s) used the time")
         opt.config.time_limit = remaining
         opt.config.stream_solver = bool(progress)
         opt.config.load_solution = False
@@ -87,6 +114,10 @@ def solve_remat_milp(graph: Graph, budget, caps, *, objective="compute", eps=0.0
         if not ok:
             raise MemschedError(f"remat: MIP solver {mip_solver!r} is not available to Pyomo; "
                                 f"try one of {', '.join(MIP_SOLVERS)} that is installed")
+        # the file written for the solver takes about HANDOVER_FACTOR x the build; the solver gets the rest
+        remaining = deadline - time.perf_counter() - HANDOVER_FACTOR * params["build_s"]
+        if remaining < 0.2:
+            return out_of_time(f"the model build ({params['build_s']:g} s) leaves no time to hand it to {mip_solver}")
         r = opt.solve(model, tee=bool(progress), load_solutions=False, options=_time_option(name, remaining))
         tc = str(r.solver.termination_condition).lower()
         has = len(r.solution) > 0
