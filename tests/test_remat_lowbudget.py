@@ -1,0 +1,133 @@
+"""Low budgets decided (memsched.solvers.remat.lowbudget): the exhaustive backward reachability
+search with unbounded recomputation, against the brute-force referee (tests/referee.py).
+
+* soundness on every graph the strategies draw: "infeasible" only where the referee finds no
+  schedule with any amount of recomputation; "feasible" only with a schedule the evaluator
+  accepts within the budget;
+* exactness where the search is complete (every graph input always resident): the status
+  equals the referee's at the least feasible budget and one byte below it;
+* the creation-order bound is a lower bound on the peak of every prefix ending with a set
+  resident (checked on random valid schedules, moment by moment);
+* on random_layered n100 (../shared/data) at r = 0.6: feasible with unbounded recomputation,
+  and 25050 is the least feasible budget."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import referee
+from memsched.formulations import Graph, evaluate
+from memsched.formulations.schedule import COMPUTE, FREE
+from memsched.solvers.remat.lowbudget import ReachSearch, decide_unbounded
+from strategies import random_graphs, single_output_graphs, valid_schedules
+
+SET = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                   HealthCheck.filter_too_much])
+
+
+def inputs_kept(g: Graph) -> Graph:
+    """The same graph with every graph input pinned (the class where the search is complete)."""
+    names = frozenset(g.tensors[j].name for j in g.input_idx)
+    return Graph(g.ops, g.tensors, pinned=g.pinned | names, outputs=g.outputs, order=g.order, name=g.name)
+
+
+def least_budget(g: Graph) -> int:
+    """The least budget with a schedule (unbounded recomputation), by the referee."""
+    lo, hi = 0, referee.order_peak(g)[0]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if referee.remat(g, mid, None).compute is not None:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def check_sound(g: Graph, B: int, truth_feasible: bool):
+    r = decide_unbounded(g, B, time_limit=30)
+    if r.status == "infeasible":
+        assert not truth_feasible, f"refuted B={B} but the referee has a schedule: {r.reason}"
+    if r.status == "feasible":
+        assert truth_feasible
+        ev = evaluate(g, r.schedule)
+        assert ev.peak <= B and ev.peak == r.peak
+    return r
+
+
+@settings(max_examples=1500, **SET)
+@given(random_graphs(max_ops=6, max_size=12), st.integers(0, 60))
+def test_never_wrong_on_any_graph(g, B):
+    """Any budget on graphs with every feature (unpinned inputs, multi-output, workspace,
+    required outputs): a verdict never contradicts the referee."""
+    truth = referee.remat(g, B, None).compute is not None
+    check_sound(g, B, truth)
+
+
+@settings(max_examples=1200, **SET)
+@given(st.one_of(random_graphs(max_ops=6, max_size=12).map(inputs_kept), single_output_graphs(max_ops=7, max_size=30)))
+def test_exact_where_complete(g):
+    """Every graph input always resident: the search decides the least feasible budget and
+    one byte below it exactly (never unknown)."""
+    b = least_budget(g)
+    r = check_sound(g, b, True)
+    assert r.status == "feasible", r.reason
+    if b > 0:
+        r = check_sound(g, b - 1, False)
+        assert r.status == "infeasible", r.reason
+
+
+@settings(max_examples=1500, **SET)
+@given(st.data())
+def test_order_bound_is_a_lower_bound_on_every_prefix(data):
+    """At every moment of a valid schedule, the creation-order bound of the resident set is at
+    most the peak of the schedule up to that moment."""
+    g = data.draw(random_graphs(max_ops=7, max_size=15))
+    s = data.draw(valid_schedules(g))
+    rs = ReachSearch(g, 10**9, witnesses=False, orders=[])
+    resident = set(g.input_idx)
+    pk = 0
+    for kind, x in s.events:
+        if kind == COMPUTE:
+            resident |= set(g.op_out[x])
+            now = sum(g.size[j] for j in resident) + g.workspace[x]
+            pk = max(pk, now)
+        else:
+            resident.discard(x)
+        S = sum(1 << j for j in resident)
+        assert rs.order_bound(S) <= max(pk, sum(g.size[j] for j in g.input_idx))
+        assert rs.m(S) <= max(pk, sum(g.size[j] for j in g.input_idx))
+
+
+N100 = "graphs/random_layered/random_layered_n100_w0.27_nlv0.75_ed0.2_scd0.14.json"
+
+
+def test_random_layered_n100_unbounded(shared_data):
+    from memsched.instances.formats import load_graph
+    from memsched.solvers.remat.dispatch import resolve_budget
+
+    g = load_graph(str(shared_data / N100))
+    B = resolve_budget(g, 0.6)
+    r = decide_unbounded(g, B, time_limit=120)
+    assert r.status == "feasible" and evaluate(g, r.schedule).peak <= B
+    r = decide_unbounded(g, 25050, time_limit=120)
+    assert r.status == "feasible" and evaluate(g, r.schedule).peak == 25050
+    r = decide_unbounded(g, 25049, time_limit=120)
+    assert r.status == "infeasible"
+
+
+def test_fork_is_decided_at_11_and_12():
+    """x (10 bytes) feeds a and b (1 byte each); v reads a and b: 12 bytes are needed and enough."""
+    nodes = [("x", 10, 1.0), ("a", 1, 1.0), ("b", 1, 1.0), ("v", 1, 1.0)]
+    edges = [("x", "a"), ("x", "b"), ("a", "v"), ("b", "v")]
+    g = Graph.from_single_output(nodes, edges, name="fork", order=["x", "a", "b", "v"])
+    assert decide_unbounded(g, 11).status == "infeasible"
+    r = decide_unbounded(g, 12)
+    assert r.status == "feasible" and evaluate(g, r.schedule).peak <= 12
+
+
+def test_a_timeout_is_unknown_never_a_verdict(shared_data):
+    from memsched.instances.formats import load_graph
+
+    g = load_graph(str(shared_data / "graphs/random_layered/random_layered_n250_w0.43_nlv0.75_ed0.2_scd0.14.json"))
+    r = decide_unbounded(g, 88104, time_limit=0.5)
+    assert r.status == "unknown" and r.schedule is None
