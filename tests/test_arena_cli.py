@@ -113,3 +113,30 @@ def test_executor_plan_uses_the_planner():
     assert plan.status in ("optimal", "feasible")
     assert plan.method == "arena-search" and plan.extra["proven_bound"] >= plan.lower_bound
     assert (plan.status == "optimal") == (plan.size == plan.extra["proven_bound"])
+
+
+def _shipped_graphs():
+    files = sorted(SHIPPED.glob("*.json")) + sorted((SHIPPED / "models").glob("*.json"))
+    # the four largest (over 1,000 buffers in the given order) only with -m slow
+    big = {"deeplabv3_train", "inception_v3_infer", "inception_v3_train", "resnet50_train"}
+    return [pytest.param(f, id=f.stem, marks=(pytest.mark.slow,) if f.stem in big else ()) for f in files]
+
+
+@pytest.mark.parametrize("path", _shipped_graphs())
+def test_executors_and_arena_command_plan_identically(path):
+    """Issue 16: the executors have no planner of their own. On every shipped graph (given order)
+    the executors' best-fit plan and `memsched arena`'s greedy plan (the CLI's buffers, named by
+    tensor) are the same offsets, and both are accepted by the independent checker."""
+    from memsched.cli.arena import graph_buffers
+    from memsched.solvers.arena.greedy import best_greedy
+    from memsched.solvers.executors.arena import best_fit, buffers_of, plan_arena
+
+    g = load_graph(path)
+    s = Schedule.from_order(g, g.given_order())
+    peak = evaluate(g, s).peak
+    plan = plan_arena(g, s, method="best-fit")
+    named = graph_buffers(g, s)
+    _, off, top = best_greedy(named, stop_at=peak)
+    assert plan.offsets == list(off) and plan.size == top
+    assert best_fit(buffers_of(g, s)) == (list(off), top)
+    assert check_placement(named, plan.offsets) == plan.size >= peak == plan.lower_bound

@@ -1,29 +1,22 @@
 """Static arena planning: one buffer for a whole schedule, every tensor a view at a fixed offset.
 
-Problem (offline dynamic storage allocation). A schedule defines *buffers*: each
-compute of an operator creates one buffer per output tensor, live from that
-compute event until the tensor's free event (or the end), plus one workspace
-buffer live only during the compute; graph inputs are buffers live from the start.
-Two buffers *conflict* when their half-open event intervals ``[start, end)``
-intersect. Assign each buffer an offset so that conflicting buffers do not
-overlap in ``[offset, offset + size)``; minimize the arena size ``max(offset + size)``.
+A schedule defines *buffers*: each compute of an operator creates one buffer per output
+tensor, live from that compute event until the tensor's free event (or the end), plus one
+workspace buffer live only during the compute; graph inputs are buffers live from the start
+(:func:`buffers_of`). Placing them is the problem of :mod:`memsched.solvers.arena` (offline
+dynamic storage allocation, docs/arena.md), and this module only adapts a schedule to it:
 
-Lower bound: the arena is at least the maximum total size of buffers live at one
-compute event, which is exactly the schedule's peak as the evaluator computes it
-(the live set at compute event k is "resident + outputs + workspace"). So a plan
-whose arena equals the peak is optimal.
+* :func:`arena_buffers`: the schedule's buffers as the planner's buffers (times shifted by one
+  so that graph inputs live from 0; ids are the buffer indices).
+* :func:`plan_arena`: :func:`memsched.solvers.arena.solve_arena` on them (greedy plans, exact
+  canonical search, CP-SAT backstop), re-checked by the planner's independent checker.
+* :func:`best_fit`, :func:`cpsat_plan`, :func:`check_plan`: the planner's greedy plans, its
+  CP-SAT model and its checker on a schedule's buffers (no second implementation here).
 
-* :func:`best_fit`: greedy, buffers in decreasing size (ties: longer lifetime,
-  earlier start); each goes into the smallest gap among the already placed
-  conflicting buffers that fits it (else on top). O(B^2 log B). Several orders
-  are tried and the smallest arena kept.
-* :func:`cpsat_plan`: exact CP-SAT model, ``AddNoOverlap2D`` over fixed time
-  intervals and variable offset intervals, minimizing the arena, hinted with the
-  best-fit plan and bounded below by the peak. Optimal when it proves it.
-
-The problem is NP-hard (Garey & Johnson, SR2 "dynamic storage allocation"); the
-peak lower bound is not always attainable (e.g. three unit buffers pairwise
-conflicting in a cyclic interval pattern with different sizes).
+Lower bound: the arena is at least the maximum total size of buffers live at one compute
+event, which is exactly the schedule's peak as the evaluator computes it (the live set at
+compute event k is "resident + outputs + workspace"). So a plan whose arena equals the peak
+is optimal.
 """
 from __future__ import annotations
 
@@ -32,9 +25,8 @@ from dataclasses import dataclass, field
 
 from memsched.formulations import Graph, Schedule, evaluate
 from memsched.formulations.schedule import COMPUTE, FREE
-from memsched.solvers.engines.cpsat import solve_cpsat
 
-__all__ = ["Buffer", "ArenaPlan", "buffers_of", "best_fit", "cpsat_plan", "plan_arena", "check_plan"]
+__all__ = ["Buffer", "ArenaPlan", "buffers_of", "arena_buffers", "best_fit", "cpsat_plan", "plan_arena", "check_plan"]
 
 
 @dataclass(frozen=True)
@@ -98,116 +90,53 @@ def buffers_of(graph: Graph, schedule: Schedule) -> list[Buffer]:
     return out
 
 
-def _conflicts(buffers: list[Buffer]) -> list[list[int]]:
-    """Adjacency of the interval-conflict graph by a sweep. O(B log B + conflicts)."""
-    idx = sorted(range(len(buffers)), key=lambda i: buffers[i].start)
-    adj: list[list[int]] = [[] for _ in buffers]
-    active: list[int] = []
-    for i in idx:
-        b = buffers[i]
-        active = [a for a in active if buffers[a].end > b.start]
-        for a in active:
-            adj[a].append(i)
-            adj[i].append(a)
-        active.append(i)
-    return adj
+def arena_buffers(buffers: list[Buffer]):
+    """The schedule's buffers as :class:`memsched.solvers.arena.Buffer` (id: the index; lifetimes
+    shifted by one so that graph inputs, which start at -1, live from 0)."""
+    from memsched.solvers.arena import Buffer as ArenaBuffer
+
+    return [ArenaBuffer(str(k), b.start + 1, b.end + 1, b.size) for k, b in enumerate(buffers)]
 
 
 def _peak(buffers: list[Buffer]) -> int:
-    ev: dict[int, int] = {}
-    for b in buffers:
-        ev[b.start] = ev.get(b.start, 0) + b.size
-        ev[b.end] = ev.get(b.end, 0) - b.size
-    cur = best = 0
-    for t in sorted(ev):
-        cur += ev[t]
-        best = max(best, cur)
-    return best
+    """The largest total size live at one event (the planner's max-live bound)."""
+    from memsched.solvers.arena.bounds import max_live
 
-
-def _place(buffers: list[Buffer], adj: list[list[int]], order: list[int]) -> tuple[list[int], int]:
-    off = [-1] * len(buffers)
-    top = 0
-    for i in order:
-        size = buffers[i].size
-        busy = sorted((off[a], off[a] + buffers[a].size) for a in adj[i] if off[a] >= 0)
-        best, best_gap = None, None
-        cur = 0
-        for lo, hi in busy:
-            gap = lo - cur
-            if gap >= size and (best_gap is None or gap < best_gap):
-                best, best_gap = cur, gap
-            cur = max(cur, hi)
-        off[i] = best if best is not None else cur
-        top = max(top, off[i] + size)
-    return off, top
+    return max_live(arena_buffers(buffers))
 
 
 def best_fit(buffers: list[Buffer]) -> tuple[list[int], int]:
-    """Greedy best-fit placement; returns (offsets, arena size). Tries three orders."""
+    """The planner's greedy plans (:func:`memsched.solvers.arena.greedy.best_greedy`: best fit over
+    decreasing size, lifetime, area and start); returns (offsets, arena size) of the smallest."""
+    from memsched.solvers.arena.greedy import best_greedy
+
     if not buffers:
         return [], 0
-    adj = _conflicts(buffers)
-    n = len(buffers)
-    orders = [
-        sorted(range(n), key=lambda i: (-buffers[i].size, -(buffers[i].end - buffers[i].start), buffers[i].start, i)),
-        sorted(range(n), key=lambda i: (buffers[i].start, -buffers[i].size, i)),
-        sorted(range(n), key=lambda i: (-(buffers[i].size * (buffers[i].end - buffers[i].start)), i)),
-    ]
-    lb = _peak(buffers)
-    best = None
-    for o in orders:
-        off, top = _place(buffers, adj, o)
-        if best is None or top < best[1]:
-            best = (off, top)
-        if top == lb:
-            break
-    return best
+    bufs = arena_buffers(buffers)
+    _, off, top = best_greedy(bufs, stop_at=_peak(buffers))
+    return list(off), top
 
 
-def cpsat_plan(buffers: list[Buffer], *, hint: list[int] | None = None, time_limit: float = 10.0,
-               workers: int = 1, seed: int = 0) -> tuple[list[int] | None, int | None, bool]:
-    """Exact CP-SAT no-overlap model. Returns (offsets, arena, proven_optimal); offsets
-    None when no solution was found in the time limit."""
-    from ortools.sat.python import cp_model
+def cpsat_plan(buffers: list[Buffer], *, time_limit: float = 10.0) -> tuple[list[int] | None, int | None, bool]:
+    """The planner's CP-SAT model (``solve_arena(method="cpsat")``: no-overlap 2D with a redundant
+    cumulative, hinted with the greedy plan, bounded below by the peak). Returns (offsets, arena,
+    proven_optimal); offsets None when no solution was found in the time limit."""
+    from memsched.solvers.arena import solve_arena
 
     if not buffers:
         return [], 0, True
-    lb = _peak(buffers)
-    ub = sum(b.size for b in buffers)
-    if hint is not None:
-        ub = min(ub, max(o + b.size for o, b in zip(hint, buffers)))
-    m = cp_model.CpModel()
-    arena = m.NewIntVar(lb, ub, "arena")
-    xs, ys, offs = [], [], []
-    for i, b in enumerate(buffers):
-        o = m.NewIntVar(0, ub - b.size, f"off{i}")
-        offs.append(o)
-        ys.append(m.NewIntervalVar(o, b.size, o + b.size, f"y{i}"))
-        # time intervals are fixed; shift by 1 so inputs (start -1) are non-negative
-        xs.append(m.NewFixedSizeIntervalVar(b.start + 1, b.end - b.start, f"x{i}"))
-        m.Add(o + b.size <= arena)
-        if hint is not None:
-            m.AddHint(o, hint[i])
-    m.AddNoOverlap2D(xs, ys)
-    m.Minimize(arena)
-    run = solve_cpsat(m, time_limit=float(time_limit), workers=workers, seed=seed, name="cpsat-arena")
-    if not run.has_solution:
+    res = solve_arena(arena_buffers(buffers), method="cpsat", time_limit=time_limit)
+    if res.offsets is None:
         return None, None, False
-    solver = run.solver
-    return [int(solver.Value(o)) for o in offs], int(solver.Value(arena)), run.status == "optimal"
+    return list(res.offsets), res.arena_size, res.status == "optimal"
 
 
 def check_plan(buffers: list[Buffer], offsets: list[int]) -> int:
-    """Verify that no two conflicting buffers overlap; return the arena size. Raises AssertionError."""
-    adj = _conflicts(buffers)
-    for i, b in enumerate(buffers):
-        assert offsets[i] >= 0, f"buffer {i} has negative offset"
-        for a in adj[i]:
-            lo1, hi1 = offsets[i], offsets[i] + b.size
-            lo2, hi2 = offsets[a], offsets[a] + buffers[a].size
-            assert hi1 <= lo2 or hi2 <= lo1, f"buffers {i} and {a} overlap in time and space"
-    return max((o + b.size for o, b in zip(offsets, buffers)), default=0)
+    """Verify with the planner's independent checker that no two conflicting buffers overlap;
+    return the arena size. Raises :class:`memsched.solvers.arena.PlacementError`."""
+    from memsched.solvers.arena import check_placement
+
+    return check_placement(arena_buffers(buffers), [int(o) for o in offsets])
 
 
 def plan_arena(graph: Graph, schedule: Schedule, *, method: str = "auto", time_limit: float = 10.0,
@@ -224,10 +153,10 @@ def plan_arena(graph: Graph, schedule: Schedule, *, method: str = "auto", time_l
 
         raise MemschedError(f"arena method must be auto, best-fit or cpsat, got {method!r}")
     # the planner of memsched.solvers.arena: greedy, canonical exact search, CP-SAT backstop
-    from memsched.solvers.arena import Buffer as ArenaBuffer, solve_arena
+    from memsched.solvers.arena import solve_arena
 
-    res = solve_arena([ArenaBuffer(str(k), b.start + 1, b.end + 1, b.size) for k, b in enumerate(bufs)],
-                      method={"auto": "auto", "best-fit": "greedy", "cpsat": "cpsat"}[method], time_limit=time_limit)
+    res = solve_arena(arena_buffers(bufs), method={"auto": "auto", "best-fit": "greedy", "cpsat": "cpsat"}[method],
+                      time_limit=time_limit)
     off, size, status = res.offsets, res.arena_size, res.status
     used = {"auto": "arena-search", "best-fit": "best-fit", "cpsat": "cpsat"}[method]
     extra = {"best_fit_size": res.greedy_size, "proven_bound": res.lower_bound, "nodes": res.nodes}
