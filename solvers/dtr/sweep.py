@@ -400,91 +400,157 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
     """Run the sweep protocol for every ``(trace, heuristic)`` of ``pairs`` concurrently,
     all replays through one executor; returns one SweepResult per pair, in order.
 
-    ``step=None`` (the default) is a *dense* sweep: every ``resolution`` step of
-    ``[lo, hi]`` is sampled, first the 0.01 grid, then strides halving down to one step
-    (partial results are spread over the range early); a ``step`` samples that coarse grid
-    and refines only intervals whose end outcomes differ (a quick look: it misses holes
-    between two coarse points of the same outcome).
-    ``share``: a sample whose budget lies in the budget-equivalence interval of a finished
-    replay (:attr:`Runtime.eq_lo` .. ``eq_hi``: every budget there runs the identical
-    replay) takes that replay's outcome, clock, peak and evictions without running
-    (counted in ``SweepResult.derived``); determinism repeats always run.
-    ``allocator``: ``bytes`` (simrd's byte counting, the default) or an address-aware
-    model (:mod:`.allocator`: ``first-fit``, ``best-fit``, ``caching``; no sharing there).
+    Parameters
+    ----------
+    pairs : list of (trace, heuristic)
+        A trace is a path or a DTRTrace.
+    lo, hi, resolution : float
+        The ratio range and its resolution (ratios are integer multiples of it).
+    step : float or None
+        None (the default): a *dense* sweep, every ``resolution`` step of ``[lo, hi]``
+        sampled, first the 0.01 grid, then strides halving down to one step (partial
+        results are spread over the range early). A ``step`` samples that coarse grid and
+        refines only intervals whose end outcomes differ (a quick look: it misses holes
+        between two coarse points of the same outcome).
+    share : bool
+        A sample whose budget lies in the budget-equivalence interval of a finished replay
+        (:attr:`Runtime.eq_lo` .. ``eq_hi``: every budget there runs the identical replay)
+        takes that replay's outcome, clock, peak and evictions without running (counted in
+        ``SweepResult.derived``); determinism repeats always run.
+    allocator : str
+        ``bytes`` (simrd's byte counting, the default) or an address-aware model
+        (:mod:`.allocator`: ``first-fit``, ``best-fit``, ``caching``; no sharing there).
+    executor, dask, jobs
+        A harness executor (``LocalExecutor``, ``DaskExecutor``) or ``InlineExecutor``;
+        default: ``DaskExecutor(dask)`` if ``dask``, else ``LocalExecutor(jobs)`` if
+        ``jobs`` > 1, else inline.
+    run_timeout, kill_grace : float
+        In a worker process a replay stops itself at ``run_timeout`` s and is killed at
+        ``run_timeout + kill_grace`` s (default grace: max(2 s, run_timeout / 4)); both
+        are recorded as 'unresolved', a dead worker as 'error'.
+    results, resume, fsync
+        ``results``: a JSON-lines file receiving one row per replay (an existing non-empty
+        file needs ``resume``); with ``resume`` the replays already in it are reused (same
+        trace sha256, START flag, heuristic, budget, overhead limit and seed; an unresolved
+        one only when its run_timeout was >= this one). A last line without its newline (a
+        write cut by a kill) is not reused: it is dropped and rerun. ``fsync``: fsync the
+        file after every row (survives a power cut).
+    progress, log
+        ``progress(n)``: called with the number of sampled ratios of a sweep after each of
+        its batches; ``log(line)``: one progress line per batch.
 
-    ``executor``: a harness executor (``LocalExecutor``, ``DaskExecutor``) or
-    ``InlineExecutor``; default: ``DaskExecutor(dask)`` if ``dask``, else
-    ``LocalExecutor(jobs)`` if ``jobs`` > 1, else inline. In a worker process a replay
-    stops itself at ``run_timeout`` s and is killed at ``run_timeout + kill_grace`` s
-    (default grace: max(2 s, run_timeout / 4)); both are recorded as 'unresolved', a
-    dead worker as 'error'.
-    ``results``: a JSON-lines file receiving one row per replay (an existing non-empty
-    file needs ``resume``); with ``resume`` the replays already in it are reused
-    (same trace sha256, START flag, heuristic, budget, overhead limit and seed; an
-    unresolved one only when its run_timeout was >= this one). A last line without
-    its newline (a write cut by a kill) is not reused: it is dropped and rerun.
-    ``fsync``: fsync the results file after every row (survives a power cut).
-    ``progress(n)``: called with the number of sampled ratios of a sweep after each of
-    its batches; ``log(line)``: one progress line per batch. Ctrl-C raises
-    :class:`SweepInterrupted` (a KeyboardInterrupt) after the workers are stopped."""
+    Returns
+    -------
+    list of SweepResult
+
+    Ctrl-C raises :class:`SweepInterrupted` (a KeyboardInterrupt) after the workers are
+    stopped, with the partial maps.
+
+    Complexity: one replay per sample not derived from an interval or reused, plus the
+    determinism repeats; the replays of all sweeps share the executor's workers.
+    """
     from memsched.formulations import MemschedError
-    from memsched.solvers.pool.store import ResultStore, read_rows
 
-    from .runtime import canonical_heuristic
-
-    _check(lo, hi, step, resolution, refine, repeats, jobs)
     from .allocator import ALLOCATORS
 
+    _check(lo, hi, step, resolution, refine, repeats, jobs)
     if allocator not in ALLOCATORS:
         raise MemschedError(f"--allocator: expected one of {', '.join(ALLOCATORS)}, got {allocator!r}")
-    if allocator != "bytes":
-        share = False
-    t_start = time.perf_counter()
-    res = resolution
-    dense_mode = step is None
-    if dense_mode:
-        step = max(resolution, DENSE_ORDER_STEP)
-    klo, khi = round(lo / res), round(hi / res)
-    kstep = max(1, round(step / res))
-    grid = list(range(klo, khi + 1, kstep))
-    if grid[-1] != khi:
-        grid.append(khi)
-    limit = float(overhead_limit)
-    if run_timeout is None:
-        hard = 1e7
-    else:
-        hard = run_timeout + (kill_grace if kill_grace is not None else max(2.0, run_timeout / 4))
-
-    loaded: dict = {}
-    states: list[_State] = []
-    for i, (trace, heuristic) in enumerate(pairs):
-        hname = canonical_heuristic(heuristic)
-        ck = str(trace) if isinstance(trace, (str, Path)) else id(trace)
-        if ck not in loaded:
-            loaded[ck] = _load(trace)
-        tr = loaded[ck]
-        st = _State(i, tr, heuristic, hname, f"{trace_id(tr)}/start={int(tr.has_start)}", trace_baseline(tr))
-        st.gen = _protocol(st.results, grid, repeats, refine, max_refine_points,
-                           (klo, khi, kstep) if dense_mode else None)
-        st.share = share and not debug  # a test hook targets a ratio: run it
-        st.allocator = allocator
-        states.append(st)
-    if not states:
+    cfg = _SweepConfig(lo, hi, step, resolution, repeats, run_timeout, overhead_limit, jobs, refine,
+                       max_refine_points, kill_grace, seed, allocator, share and allocator == "bytes", debug)
+    pairs = list(pairs)
+    if not pairs:
         return []
+    return _Driver(cfg, pairs, executor, dask, results, resume, fsync, progress, log).run()
 
-    if executor is None:
-        from memsched.solvers.pool.executors import DaskExecutor, LocalExecutor
 
-        executor = DaskExecutor(dask) if dask is not None else LocalExecutor(jobs) if jobs > 1 else InlineExecutor()
+@dataclass
+class _SweepConfig:
+    """The protocol's parameters (see :func:`sweep_many`), with the derived grid."""
+    lo: float
+    hi: float
+    step: float | None
+    resolution: float
+    repeats: int
+    run_timeout: float | None
+    overhead_limit: float
+    jobs: int
+    refine: str
+    max_refine_points: int
+    kill_grace: float | None
+    seed: int
+    allocator: str
+    share: bool
+    debug: dict | None
 
-    store, reuse = None, {}
-    if results is not None:
-        store = ResultStore(results, fsync=fsync)
+    def __post_init__(self):
+        res = self.resolution
+        self.dense = self.step is None
+        if self.dense:
+            self.step = max(res, DENSE_ORDER_STEP)
+        self.klo, self.khi = round(self.lo / res), round(self.hi / res)
+        self.kstep = max(1, round(self.step / res))
+        self.grid = list(range(self.klo, self.khi + 1, self.kstep))
+        if self.grid[-1] != self.khi:
+            self.grid.append(self.khi)
+        self.limit = float(self.overhead_limit)
+        if self.run_timeout is None:
+            self.hard = 1e7
+        else:
+            grace = self.kill_grace if self.kill_grace is not None else max(2.0, self.run_timeout / 4)
+            self.hard = self.run_timeout + grace
+
+    def protocol(self, results: dict):
+        return _protocol(results, self.grid, self.repeats, self.refine, self.max_refine_points,
+                         (self.klo, self.khi, self.kstep) if self.dense else None)
+
+
+class _Driver:
+    """Runs the protocols of several sweeps through one executor: a sweep's next batch is
+    submitted when its previous batch is complete; samples are derived from equal runs'
+    intervals, reused from the results file, or replayed."""
+
+    def __init__(self, cfg: _SweepConfig, pairs, executor, dask, results, resume, fsync, progress, log):
+        from .runtime import canonical_heuristic
+
+        self.cfg, self.progress, self.log, self.results, self.resume = cfg, progress, log, results, resume
+        self.t_start = time.perf_counter()
+        loaded: dict = {}
+        self.states: list[_State] = []
+        for i, (trace, heuristic) in enumerate(pairs):
+            ck = str(trace) if isinstance(trace, (str, Path)) else id(trace)
+            if ck not in loaded:
+                loaded[ck] = _load(trace)
+            tr = loaded[ck]
+            st = _State(i, tr, heuristic, canonical_heuristic(heuristic), f"{trace_id(tr)}/start={int(tr.has_start)}",
+                        trace_baseline(tr))
+            st.gen = cfg.protocol(st.results)
+            st.share = cfg.share and not cfg.debug  # a test hook targets a ratio: run it
+            st.allocator = cfg.allocator
+            self.states.append(st)
+        if executor is None:
+            from memsched.solvers.pool.executors import DaskExecutor, LocalExecutor
+
+            jobs = cfg.jobs
+            executor = DaskExecutor(dask) if dask is not None else LocalExecutor(jobs) if jobs > 1 else InlineExecutor()
+        self.executor = executor
+        self.store, self.reuse = self._open_store(results, resume, fsync)
+        self.texts = {st.tid: st.trace for st in self.states}
+        self.totals = {"replays": 0, "reused": 0}
+
+    def _open_store(self, results, resume, fsync):
+        """The results file and, with ``resume``, its reusable rows by replay key."""
+        from memsched.formulations import MemschedError
+        from memsched.solvers.pool.store import ResultStore, read_rows
+
+        if results is None:
+            return None, {}
+        store, reuse = ResultStore(results, fsync=fsync), {}
         if store.exists() and not resume:
             raise MemschedError(f"{results}: results file exists; use --resume to continue it, or choose another file")
         if resume and store.exists():
             for row in read_rows(results, complete_only=True):
-                if row.get("kind") != "dtr_replay" or not _reusable(row, run_timeout):
+                if row.get("kind") != "dtr_replay" or not _reusable(row, self.cfg.run_timeout):
                     continue
                 try:
                     key = (row["trace_sha256"], bool(row["start"]), row["heuristic"], int(row["budget"]),
@@ -492,71 +558,75 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
                 except (KeyError, TypeError, ValueError):
                     continue
                 reuse.setdefault(key, []).append(row)
-    texts = {st.tid: st.trace for st in states}
-    totals = {"replays": 0, "reused": 0}
+        return store, reuse
 
-    def say(st, what):
-        if log:
+    # ---------------------------------------------------------------- progress
+    def say(self, st, what):
+        if self.log:
             el = time.perf_counter() - st.t0
-            log(f"[{st.label}] {what}: {len(st.results)} ratios sampled, {st.replays} replays"
-                f"{f' ({st.reused} reused)' if st.reused else ''}, {el:.1f} s")
+            self.log(f"[{st.label}] {what}: {len(st.results)} ratios sampled, {st.replays} replays"
+                     f"{f' ({st.reused} reused)' if st.reused else ''}, {el:.1f} s")
 
-    def finish_batch(st):
-        if progress:
-            progress(len(st.results))
-        if log:
-            say(st, f"{st.phase} ({st.batch_replays + st.batch_reused} runs)")
+    def finish_batch(self, st):
+        if self.progress:
+            self.progress(len(st.results))
+        self.say(st, f"{st.phase} ({st.batch_replays + st.batch_reused} runs)")
 
-    def advance(st) -> list[dict]:
-        """The next batch of ``st`` as tasks (replays found in the results file are
-        taken from there); [] when the sweep is complete."""
+    # ---------------------------------------------------------------- batches
+    def advance(self, st) -> list[dict]:
+        """The next batch of ``st`` as tasks (samples derived from an interval or found in
+        the results file are taken at once); [] when the sweep is complete."""
         while True:
             try:
                 st.phase, ks = next(st.gen)
             except StopIteration:
                 st.done = True
                 st.wall_s = time.perf_counter() - st.t0
-                if log:
-                    say(st, "done")
+                self.say(st, "done")
                 return []
             st.batch_replays = st.batch_reused = 0
-            tasks = []
-            for k in ks:
-                ratio = k * res
-                budget = ratio_budget(ratio, st.base["baseline_memory"])  # as replay() does (budget_for)
-                key = (trace_id(st.trace), bool(st.trace.has_start), st.hname, budget, limit, seed, allocator)
-                n = st.used.get(key, 0)
-                st.used[key] = n + 1
-                rows = reuse.get(key)
-                e = st.lookup(budget) if st.share and not st.phase.startswith("repeat") and n == 0 else None
-                if e is not None and not (rows and n < len(rows)):
-                    st.results.setdefault(k, []).append((e[2], e[3], e[4], e[5], budget, 0.0))
-                    st.derived += 1
-                    if store is not None:
-                        store.append(_row(st, k, budget, n, e[2], e[3], e[4], e[5], 0.0, "derived", None,
-                                          derived_from=[e[0], e[1]]))
-                    continue
-                if rows and n < len(rows):
-                    r = rows[n]
-                    st.results.setdefault(k, []).append((r["outcome"], r.get("clock"), r.get("peak"),
-                                                         r.get("evictions"), budget, float(r.get("wall_s") or 0.0)))
-                    st.reused += 1
-                    st.batch_reused += 1
-                    totals["reused"] += 1
-                    continue
-                tasks.append({"key": f"dtr:{trace_id(st.trace)[:12]}:{st.hname}:{budget}:{n}:{os.urandom(4).hex()}",
-                              "kind": "dtr_replay", "instance_hash": st.tid, "sweep": st.idx, "k": k,
-                              "ratio": ratio, "budget": budget, "heuristic": st.hname, "overhead_limit": limit,
-                              "allocator": allocator,
-                              "seed": seed, "timeout": run_timeout, "time_limit": run_timeout, "hard_limit": hard,
-                              "debug": debug})
+            tasks = [t for t in (self._sample(st, k) for k in ks) if t is not None]
             if tasks:
                 st.left = len(tasks)
                 return tasks
-            finish_batch(st)
+            self.finish_batch(st)
 
-    def on_done(task, out):
-        st = states[task["sweep"]]
+    def _sample(self, st, k) -> dict | None:
+        """Sample ratio index ``k`` of ``st``: derived from a finished replay's interval,
+        reused from the results file, or a task to run (returned)."""
+        cfg = self.cfg
+        ratio = k * cfg.resolution
+        budget = ratio_budget(ratio, st.base["baseline_memory"])  # as replay() does (budget_for)
+        key = (trace_id(st.trace), bool(st.trace.has_start), st.hname, budget, cfg.limit, cfg.seed, cfg.allocator)
+        n = st.used.get(key, 0)
+        st.used[key] = n + 1
+        rows = self.reuse.get(key)
+        has_row = bool(rows) and n < len(rows)
+        e = st.lookup(budget) if st.share and not st.phase.startswith("repeat") and n == 0 else None
+        if e is not None and not has_row:
+            st.results.setdefault(k, []).append((e[2], e[3], e[4], e[5], budget, 0.0))
+            st.derived += 1
+            if self.store is not None:
+                self.store.append(self.row(st, k, budget, n, e[2], e[3], e[4], e[5], 0.0, "derived", None,
+                                           derived_from=[e[0], e[1]]))
+            return None
+        if has_row:
+            r = rows[n]
+            st.results.setdefault(k, []).append((r["outcome"], r.get("clock"), r.get("peak"), r.get("evictions"),
+                                                 budget, float(r.get("wall_s") or 0.0)))
+            st.reused += 1
+            st.batch_reused += 1
+            self.totals["reused"] += 1
+            return None
+        return {"key": f"dtr:{trace_id(st.trace)[:12]}:{st.hname}:{budget}:{n}:{os.urandom(4).hex()}",
+                "kind": "dtr_replay", "instance_hash": st.tid, "sweep": st.idx, "k": k,
+                "ratio": ratio, "budget": budget, "heuristic": st.hname, "overhead_limit": cfg.limit,
+                "allocator": cfg.allocator, "seed": cfg.seed, "timeout": cfg.run_timeout,
+                "time_limit": cfg.run_timeout, "hard_limit": cfg.hard, "debug": cfg.debug}
+
+    def on_done(self, task, out):
+        """A replay finished: record it; the sweep's next batch when this one is complete."""
+        st = self.states[task["sweep"]]
         status = out.get("status")
         clock = peak = ev = None
         wall = float(out.get("wall_s") or 0.0)
@@ -569,60 +639,69 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
         st.results.setdefault(task["k"], []).append((outcome, clock, peak, ev, task["budget"], wall))
         st.replays += 1
         st.batch_replays += 1
-        totals["replays"] += 1
+        self.totals["replays"] += 1
         eq = out.get("equiv") if status == "done" else None
         if eq is not None:
             st.add_interval(eq[0], eq[1], (outcome, clock, peak, ev))
-        if store is not None:
-            store.append(_row(st, task["k"], task["budget"], None, outcome, clock, peak, ev, wall, status,
-                              out.get("worker"), key=task["key"], message=out.get("message"), equiv=eq))
+        if self.store is not None:
+            self.store.append(self.row(st, task["k"], task["budget"], None, outcome, clock, peak, ev, wall, status,
+                                       out.get("worker"), key=task["key"], message=out.get("message"), equiv=eq))
         st.left -= 1
         if st.left == 0:
-            finish_batch(st)
-            return advance(st)
+            self.finish_batch(st)
+            return self.advance(st)
         return None
 
-    def _row(st, k, budget, n, outcome, clock, peak, ev, wall, status, worker, key=None, message=None, **extra):
+    def row(self, st, k, budget, n, outcome, clock, peak, ev, wall, status, worker, key=None, message=None,
+            **extra) -> dict:
+        """One results-file row (docs/dtr.md, results file)."""
+        cfg = self.cfg
         row = {"key": key or f"dtr:{trace_id(st.trace)[:12]}:{st.hname}:{budget}:{n}:{os.urandom(4).hex()}",
                "kind": "dtr_replay", "trace": str(st.trace.path),
                "trace_sha256": trace_id(st.trace), "start": bool(st.trace.has_start), "heuristic": st.hname,
-               "ratio": round(k * res, 10), "budget": budget, "overhead_limit": limit,
-               "seed": seed, "run_timeout": run_timeout, "outcome": outcome, "clock": clock, "peak": peak,
+               "ratio": round(k * cfg.resolution, 10), "budget": budget, "overhead_limit": cfg.limit,
+               "seed": cfg.seed, "run_timeout": cfg.run_timeout, "outcome": outcome, "clock": clock, "peak": peak,
                "evictions": ev, "wall_s": round(wall, 6), "baseline_memory": st.base["baseline_memory"],
-               **({} if allocator == "bytes" else {"allocator": allocator}),
+               **({} if cfg.allocator == "bytes" else {"allocator": cfg.allocator}),
                "baseline_compute": st.base["baseline_compute"], "status": status,
-               "worker": worker, "executor": getattr(executor, "name", type(executor).__name__),
+               "worker": worker, "executor": getattr(self.executor, "name", type(self.executor).__name__),
                "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         if message:
             row["message"] = message
         row.update({a: b for a, b in extra.items() if b is not None})
         return row
 
-    if store is not None:
-        store.open(resume)
-    try:
-        tasks = []
-        for st in states:
-            st.t0 = time.perf_counter()
-            tasks += advance(st)
-        if tasks:
-            executor.run(tasks, texts, on_done)
-    except KeyboardInterrupt:
+    # ---------------------------------------------------------------- running
+    def assemble(self, interrupted: bool = False) -> list[SweepResult]:
+        c = self.cfg
+        return _assemble(self.states, time.perf_counter() - self.t_start, c.resolution, c.lo, c.hi, c.step,
+                         c.resolution, c.repeats, c.run_timeout, c.overhead_limit, c.jobs, c.refine, self.executor,
+                         self.results, interrupted=interrupted, dense=c.dense)
+
+    def run(self) -> list[SweepResult]:
+        """Submit every sweep's first batch and let the executor run to the end."""
+        if self.store is not None:
+            self.store.open(self.resume)
         try:
-            partial = _assemble(states, time.perf_counter() - t_start, res, lo, hi, step, resolution, repeats,
-                                run_timeout, overhead_limit, jobs, refine, executor, results, interrupted=True,
-                                dense=dense_mode)
-        except Exception:  # the partial map is a courtesy: never hide the interrupt behind it
-            partial = []
-        raise SweepInterrupted(results, totals["replays"], totals["reused"], partial) from None
-    finally:
-        if store is not None:
-            store.close()
-    unfinished = [st.label for st in states if not st.done]
-    if unfinished:  # an executor that returned early: a bug, never a silent partial map
-        raise RuntimeError(f"sweep: executor {executor!r} stopped before {', '.join(unfinished)} finished")
-    return _assemble(states, time.perf_counter() - t_start, res, lo, hi, step, resolution, repeats, run_timeout,
-                     overhead_limit, jobs, refine, executor, results, dense=dense_mode)
+            tasks = []
+            for st in self.states:
+                st.t0 = time.perf_counter()
+                tasks += self.advance(st)
+            if tasks:
+                self.executor.run(tasks, self.texts, self.on_done)
+        except KeyboardInterrupt:
+            try:
+                partial = self.assemble(interrupted=True)
+            except Exception:  # the partial map is a courtesy: never hide the interrupt behind it
+                partial = []
+            raise SweepInterrupted(self.results, self.totals["replays"], self.totals["reused"], partial) from None
+        finally:
+            if self.store is not None:
+                self.store.close()
+        unfinished = [st.label for st in self.states if not st.done]
+        if unfinished:  # an executor that returned early: a bug, never a silent partial map
+            raise RuntimeError(f"sweep: executor {self.executor!r} stopped before {', '.join(unfinished)} finished")
+        return self.assemble()
 
 
 def _assemble(states, wall, res, lo, hi, step, resolution, repeats, run_timeout, overhead_limit, jobs, refine,
