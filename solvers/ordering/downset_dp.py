@@ -136,8 +136,89 @@ def _free_moves(T: DPTables, S: int, ready: int, res: int, peak: int, floor: int
     return S, ready, res, peak, moved
 
 
+#: Above this many operators the lookahead table (an n x n int64 matrix) is not built.
+LOOKAHEAD_MAX_OPS = 2_000
+_MASKED = -(1 << 60)  # the entry of an operator already run: never the maximum
+
+
+class Lookahead:
+    """State-conditioned lower bounds on the memory of every operator not yet run
+    (docs/bounds.md, "Lookahead pruning in the down-set DP").
+
+    For a down-set S and an operator v outside it, every completion of S runs v after a
+    set containing ``S ∪ anc(v)`` and nothing of ``{v} ∪ desc(v)``; a tensor produced in
+    ``S ∪ anc(v)`` (or a graph input) that is kept or read by v or a descendant of v is
+    resident while v runs. So ``mem(v) >= cond_S(v) = base(v) + sum_{u in S} W[u][v]``
+    (``base``: run(v) and the tensors of inputs and ancestors; ``W[u][v]``: the tensors
+    of u counted for v when u is not an ancestor of v). ``cond`` is kept as a numpy
+    vector, updated by one row per operator added (``W[u][u]`` masks u itself), and a
+    state whose ``max(cond)`` exceeds the target is pruned.
+
+    Complexity: O(n^2) memory and O(n (n + T)) time to build; O(n) per update."""
+
+    def __init__(self, g: Graph):
+        import numpy as np
+
+        n = g.n_ops
+        anc, desc = g.reach_masks()
+        kept = g.pinned_idx | g.output_idx
+        full = (1 << n) - 1
+
+        def vec(m: int):
+            b = np.frombuffer(m.to_bytes((n + 7) // 8, "little"), dtype=np.uint8)
+            return np.unpackbits(b, bitorder="little")[:n].astype(bool)
+
+        base = np.zeros(n, dtype=np.int64)
+        W = np.zeros((n, n), dtype=np.int64)
+        for v in range(n):
+            base[v] = sum(g.size[j] for j in g.op_out[v]) + g.workspace[v]
+        for j in range(g.n_tensors):
+            sz = g.size[j]
+            if sz == 0:
+                continue
+            if j in kept:
+                up = full
+            else:
+                up = 0
+                for c in g.consumers[j]:
+                    up |= anc[c] | (1 << c)  # v with a reader of j in {v} ∪ desc(v)
+                if not up:
+                    continue
+            p = g.producer[j]
+            if p == -1:
+                base += sz * vec(up)
+            else:
+                base += sz * vec(up & desc[p])  # p is an ancestor of v
+                W[p] += sz * vec(up & ~desc[p] & ~(1 << p) & full)
+        for u in range(n):
+            W[u, u] = _MASKED
+        self.base, self.W = base, W
+
+    def start(self, S: int):
+        """``cond`` of the down-set S."""
+        c = self.base.copy()
+        m = S
+        while m:
+            b = m & -m
+            c += self.W[b.bit_length() - 1]
+            m ^= b
+        return c
+
+    def add(self, cond, ops):
+        """``cond`` after the operators ``ops`` ran (a new vector)."""
+        c = cond + self.W[ops[0]]
+        for u in ops[1:]:
+            c += self.W[u]
+        return c
+
+
+def _lookahead(g: Graph, on: bool) -> Lookahead | None:
+    return Lookahead(g) if on and 0 < g.n_ops <= LOOKAHEAD_MAX_OPS else None
+
+
 def downset_dp(g: Graph, *, upper_bound: int | None = None, lower_bound: int = 0, max_states: int = 2_000_000,
-               time_limit: float | None = None, free_moves: bool = True, beam: int | None = None) -> DPResult:
+               time_limit: float | None = None, free_moves: bool = True, beam: int | None = None,
+               lookahead: bool = True) -> DPResult:
     """Exact minimum peak over all topological orders, or a proof that none is below
     ``upper_bound``.
 
@@ -146,6 +227,8 @@ def downset_dp(g: Graph, *, upper_bound: int | None = None, lower_bound: int = 0
     by the free-move rule and to stop at the first order that reaches it).
     ``beam``: keep only the ``beam`` states of least resident bytes per size (a heuristic
     search; ``exact`` is then False whenever a layer was truncated).
+    ``lookahead``: prune states from which some operator must run at ``upper_bound`` or
+    more (:class:`Lookahead`; up to ``LOOKAHEAD_MAX_OPS`` operators).
     Returns a :class:`DPResult`; ``exact`` is False when ``max_states``, ``time_limit`` or
     the beam cut the search.
     """
@@ -161,7 +244,11 @@ def downset_dp(g: Graph, *, upper_bound: int | None = None, lower_bound: int = 0
     parent: dict[int, tuple[int, tuple[int, ...]]] = {}
     S0, r0, res0, pk0, mv0 = _free_moves(T, 0, T.ready0, T.resident0, T.initial, floor) if free_moves else (
         0, T.ready0, T.resident0, T.initial, [])
-    buckets[S0.bit_count()] = {S0: (pk0, res0, r0)}
+    L = _lookahead(g, lookahead and ub is not None)
+    c0 = L.start(S0) if L is not None else None
+    if c0 is not None and int(c0.max()) >= ub:
+        return DPResult(None, None, True, 1, time.perf_counter() - t0, "no order below the upper bound (lookahead)")
+    buckets[S0.bit_count()] = {S0: (pk0, res0, r0, c0)}
     parent[S0] = (-1, tuple(mv0))
     stored = 1
     full = T.full
@@ -187,7 +274,7 @@ def downset_dp(g: Graph, *, upper_bound: int | None = None, lower_bound: int = 0
         if beam is not None and len(layer) > beam:
             items = sorted(items, key=lambda kv: (kv[1][1], kv[1][0]))[:beam]
             exact, reason = False, "beam"
-        for S, (pk, res, ready) in items:
+        for S, (pk, res, ready, cond) in items:
             if ub is not None and pk >= ub:
                 continue
             for v in _bits(ready):
@@ -205,6 +292,11 @@ def downset_dp(g: Graph, *, upper_bound: int | None = None, lower_bound: int = 0
                     nS, nready, nres, npk, mv = _free_moves(T, nS, nready, nres, npk, floor)
                     if mv:
                         ops = (v, *mv)
+                ncond = None
+                if L is not None:
+                    ncond = L.add(cond, ops)
+                    if int(ncond.max()) >= ub:
+                        continue
                 k = nS.bit_count()
                 bk = buckets.get(k)
                 if bk is None:
@@ -212,10 +304,10 @@ def downset_dp(g: Graph, *, upper_bound: int | None = None, lower_bound: int = 0
                 old = bk.get(nS)
                 if old is None:
                     stored += 1
-                    bk[nS] = (npk, nres, nready)
+                    bk[nS] = (npk, nres, nready, ncond)
                     parent[nS] = (S, ops)
                 elif npk < old[0]:
-                    bk[nS] = (npk, nres, nready)
+                    bk[nS] = (npk, nres, nready, ncond)
                     parent[nS] = (S, ops)
             if stored > max_states:
                 exact, reason = False, f"state cap {max_states} reached"
@@ -240,7 +332,7 @@ def downset_dp(g: Graph, *, upper_bound: int | None = None, lower_bound: int = 0
 
 
 def downset_decide(g: Graph, theta: int, *, max_states: int = 2_000_000, time_limit: float | None = None,
-                   free_moves: bool = True) -> DPResult:
+                   free_moves: bool = True, lookahead: bool = True) -> DPResult:
     """Decision version: an order with peak <= ``theta``, or a proof that none exists.
 
     Depth-first search over down-sets with a visited set: a down-set, once expanded, is
@@ -249,6 +341,8 @@ def downset_decide(g: Graph, theta: int, *, max_states: int = 2_000_000, time_li
     once and an exhausted search proves infeasibility; the search dives, so a feasible
     order is usually found after few states. Children are tried in order of least
     resident bytes after the step. Free moves use ``theta`` as the limit (docs/bounds.md).
+    ``lookahead``: a down-set from which some operator must run above ``theta`` is not
+    expanded (:class:`Lookahead`).
     ``exact`` is True when the answer is definitive (an order, or a completed proof)."""
     t0 = time.perf_counter()
     n = g.n_ops
@@ -265,6 +359,10 @@ def downset_decide(g: Graph, theta: int, *, max_states: int = 2_000_000, time_li
         return S2, r2, res2, mv
 
     S0, r0, res0, mv0 = moves(0, T.ready0, T.resident0)
+    L = _lookahead(g, lookahead)
+    c0 = L.start(S0) if L is not None else None
+    if c0 is not None and int(c0.max()) > theta:
+        return DPResult(None, None, True, 1, time.perf_counter() - t0, "no order within theta (lookahead)")
     seen = {S0}
     full = T.full
     path_ops: list[tuple[int, ...]] = [tuple(mv0)]
@@ -279,10 +377,10 @@ def downset_decide(g: Graph, theta: int, *, max_states: int = 2_000_000, time_li
         out.sort()
         return [c[2] for c in out]
 
-    stack = [(S0, r0, res0, children(S0, r0, res0), 0)]
+    stack = [(S0, r0, res0, children(S0, r0, res0), 0, c0)]
     stored = 1
     while stack:
-        S, ready, res, kids, k = stack[-1]
+        S, ready, res, kids, k, cond = stack[-1]
         if S == full:
             order = [v for ops in path_ops for v in ops]
             from memsched.formulations import order_peak
@@ -292,7 +390,7 @@ def downset_decide(g: Graph, theta: int, *, max_states: int = 2_000_000, time_li
             stack.pop()
             path_ops.pop()
             continue
-        stack[-1] = (S, ready, res, kids, k + 1)
+        stack[-1] = (S, ready, res, kids, k + 1, cond)
         v = kids[k]
         run, delta = T.step(S, v)
         nS = S | (1 << v)
@@ -307,8 +405,13 @@ def downset_decide(g: Graph, theta: int, *, max_states: int = 2_000_000, time_li
             return DPResult(None, None, False, stored, time.perf_counter() - t0, f"state cap {max_states} reached")
         if time_limit is not None and (stored & 255) == 0 and time.perf_counter() - t0 > time_limit:
             return DPResult(None, None, False, stored, time.perf_counter() - t0, "time limit")
+        ncond = None
+        if L is not None:
+            ncond = L.add(cond, (v, *mv))
+            if int(ncond.max()) > theta:
+                continue  # (marked seen: no completion of nS stays within theta)
         path_ops.append((v, *mv))
-        stack.append((nS, nready, nres, children(nS, nready, nres), 0))
+        stack.append((nS, nready, nres, children(nS, nready, nres), 0, ncond))
     return DPResult(None, None, True, stored, time.perf_counter() - t0, "no order within theta")
 
 

@@ -15,15 +15,22 @@ peak (upper bound, judged by the evaluator) meets the best proven lower bound:
    memory of the segment's own subproblem, whose inputs are the tensors it reads from
    earlier segments and whose required outputs are those read later. Each segment
    only has to reach the global lower bound ``theta``.
-3. per segment, until it reaches ``theta`` or is proven optimal:
+3. per segment, until it reaches ``theta`` or is proven optimal (:func:`_solve_segment`):
    a. the down-set DP (:mod:`memsched.solvers.ordering.downset_dp`) as a decision procedure at
-      ``theta`` and then as an optimizer, with a state cap (exact for narrow graphs);
+      ``theta`` and then as an optimizer, with a small state cap (exact for narrow graphs);
    b. **trap splitting**: the operator with the largest trap value must run from a
       state of least resident bytes in any order of that peak; the search commits to
       its minimum-cut state and recurses on "before", the operator, and "after"
       (a heuristic that keeps the peak at ``theta`` when the cut is the one used by an
       optimal order); pieces are solved by heuristics and the DP;
-   c. the CP-SAT model (:mod:`formulations.cpsat_order`) with the trap bound as the
+   c. window search (large-neighbourhood search with the DP on windows of the
+      incumbent) and DP decisions at a few levels between bound and incumbent;
+   d. **DP decisions near the incumbent** (:func:`_stage_bisect`): depth-first down-set
+      searches with a large state cap (lookahead pruning, docs/bounds.md 6a), first at
+      ``incumbent - 1``, then a quarter of the gap below it: each finds a better order or
+      proves a higher bound;
+   e. the breadth-first DP below the incumbent, then shaving with learned precedences;
+   f. the CP-SAT model (:mod:`formulations.cpsat_order`) with the bound as the
       objective's floor, position domains from ancestor/descendant counts, the best
       order as hint, stopping at the first order that meets the floor.
 
@@ -397,7 +404,7 @@ def _stage_improve(s: _Segment) -> str | None:
 
 
 def _stage_prove(s: _Segment) -> str | None:
-    """Stages d/e: the breadth-first DP below the incumbent (exact when it ends within
+    """Stage e: the breadth-first DP below the incumbent (exact when it ends within
     its state cap), then shaving with learned precedences (bounded time).
 
     Returns
@@ -419,6 +426,40 @@ def _stage_prove(s: _Segment) -> str | None:
             s.say(f"  learned precedences: segment optimum >= {nlb + s.offset}")
             s.lb = nlb
     return "bounds" if s.closed() else None
+
+
+def _stage_bisect(s: _Segment, *, share: float = 0.6, cap: int = 2_000_000) -> str | None:
+    """Stage d: close the gap by depth-first DP decisions (:func:`downset_decide`) with a
+    large state cap, within ``share`` of the time left. A decision that finds an order
+    lowers the incumbent; one that is exhausted proves ``peak > theta`` and raises the
+    bound. Feasible decisions are cheap (the search dives) and exhausted ones expensive,
+    so theta is placed near the top: first ``incumbent - 1`` (one exhausted decision
+    certifies an optimal incumbent), then a quarter of the gap below the incumbent.
+
+    Returns
+    -------
+    str or None
+        "dp" when the segment is closed, else None (time or state cap reached).
+
+    Complexity: each decision visits every down-set at most once, at most ``cap``."""
+    from .downset_dp import downset_decide
+
+    end = time.perf_counter() + share * max(0.0, s.left())
+    first = True
+    while not s.closed() and time.perf_counter() < end:
+        gap = s.cur - s.lb
+        th = s.cur - 1 if first else s.cur - max(1, (gap + 3) // 4)
+        first = False
+        r = downset_decide(s.sg, th, max_states=cap, time_limit=max(0.01, end - time.perf_counter()))
+        s.count(r)
+        if r.order is not None:
+            s.take(r.order, "dp decision")
+        elif r.exact:
+            s.lb = th + 1
+            s.say(f"  DP decision: no order of peak {th + s.offset}")
+        else:
+            break
+    return "dp" if s.closed() else None
 
 
 def _stage_cpsat(s: _Segment, *, workers: int, seed: int, use_cpsat: bool) -> tuple[str | None, bool]:
@@ -486,7 +527,7 @@ def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, wor
     s = _Segment(sg, so, lb, deadline, dp_states, stats, say, offset)
     if s.closed():
         return s.so, s.lb, "", False
-    by = _stage_decide(s) or _stage_improve(s) or _stage_prove(s)
+    by = _stage_decide(s) or _stage_improve(s) or _stage_bisect(s, share=0.6) or _stage_prove(s)
     if by:
         return s.so, s.lb, by, False
     by, interrupted = _stage_cpsat(s, workers=workers, seed=seed, use_cpsat=use_cpsat)
