@@ -44,7 +44,8 @@ def solve_cpsat(model, *, time_limit: float, workers: int = 0, seed: int = 0, lo
     """Solve ``model`` (a ``cp_model.CpModel``) within ``time_limit`` seconds.
 
     ``callback`` is an optional ``CpSolverSolutionCallback`` called on every incumbent;
-    ``params`` sets further ``SatParameters`` fields by name. Returns a
+    ``params`` sets further ``SatParameters`` fields by name (a list replaces a repeated
+    field, e.g. ``subsolvers``). Returns a
     :class:`CpsatOutcome`; an exception inside the solve is re-raised here."""
     from ortools.sat.python import cp_model
 
@@ -55,7 +56,11 @@ def solve_cpsat(model, *, time_limit: float, workers: int = 0, seed: int = 0, lo
     p.random_seed = int(seed)
     p.log_search_progress = bool(log)
     for k, v in (params or {}).items():
-        setattr(p, k, v)
+        if isinstance(v, (list, tuple)):  # a repeated field (e.g. subsolvers): replaced, not assigned
+            del getattr(p, k)[:]
+            getattr(p, k).extend(v)
+        else:
+            setattr(p, k, v)
     p.catch_sigint_signal = False
     out: dict = {}
     done = threading.Event()

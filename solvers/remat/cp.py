@@ -323,6 +323,11 @@ def _warm_starts(s: _Solve) -> SolveResult | None:
         s.first_s = ws[3]
         s.hint = ws[1]
         s.params["warm_start"] = f"{ws[2]} (compute {ws[0]:g})"
+        if same_value(s.floor, ws[0], "compute"):  # the bound meets the incumbent: nothing to search
+            return s.result(s.hint, status=Status.OPTIMAL, objective="compute", lower_bound=s.floor,
+                            extra={"time_to_best_s": round(ws[3], 3)},
+                            message=f"the warm start ({ws[2]}) meets the compute lower bound",
+                            stop="the warm start meets the lower bound (bound met)")
     elif s.warm.least is not None and s.warm.least[0] < best_peak:
         # nothing fits B: start phase 1 from the least peak found (recomputations included)
         s.hint = s.warm.least[1]
@@ -347,7 +352,7 @@ def _first_schedule(s: _Solve) -> SolveResult | None:
         cp1.model.Add(cp1.capacity >= cap_units)
         cp1.hint(s.hint)
         t_p = time.perf_counter()
-        st, sol, bound, wall, log = run_cpsat(cp1, remaining * share, s.seed, s.workers, s.progress, label)
+        st, sol, bound, wall, log = run_cpsat(cp1, remaining * share, s.seed, s.workers, s.progress, label, s.t0)
         s.params["phase1_s"] = round(s.params.get("phase1_s", 0) + wall, 3)
         if sol is not None and sol[1] <= cap_units:
             s.first_s = t_p - s.t0 + next((e["t"] for e in log if e["objective"] <= cap_units), wall)
@@ -381,7 +386,7 @@ def _given_order_slice(s: _Solve) -> None:
     cpf.hint(s.hint)
     t_f = time.perf_counter()
     st_f, sol_f, _bf, wall_f, log_f = run_cpsat(cpf, remaining * FIXED_ORDER_SHARE, s.seed, s.workers, s.progress,
-                                                "phase 2 (given order fixed)")
+                                                "phase 2 (given order fixed)", s.t0)
     s.params["fixed_order_s"] = round(time.perf_counter() - t_f, 3)
     s.params["fixed_order_status"] = st_f
     if sol_f is not None:
@@ -405,7 +410,8 @@ def _first_slice(s: _Solve):
     _add_floor(cp0, s.floor)
     cp0.hint(s.hint)
     t_p = time.perf_counter()
-    pre = run_cpsat(cp0, PRESOLVE_SHARE * remaining, s.seed, s.workers, s.progress, "solve, first slice")
+    pre = run_cpsat(cp0, PRESOLVE_SHARE * remaining, s.seed, s.workers, s.progress, "solve, first slice",
+                    s.t0)
     s.params["first_slice"] = {"status": pre[0], "s": round(pre[3], 3)}
     if pre[0] == "optimal":
         return cp0, t_p, pre
@@ -474,7 +480,7 @@ def _main_solve(s: _Solve, cp, done) -> SolveResult:
         if s.hint is not None:
             cp.hint(s.hint)
         t_s = time.perf_counter()
-        st, sol, bound, wall, log = run_cpsat(cp, max(0.5, s.left()), s.seed, s.workers, s.progress, "solve")
+        st, sol, bound, wall, log = run_cpsat(cp, max(0.5, s.left()), s.seed, s.workers, s.progress, "solve", s.t0)
     else:
         _cp, t_s, (st, sol, bound, wall, log) = done
     extra = {"time_to_best_s": None, "solutions": log}
@@ -557,15 +563,17 @@ def cp_units(cp, v) -> str:
     return f"compute {c:.6g}"
 
 
-def run_cpsat(cp, time_limit, seed, workers, progress, label):
+def run_cpsat(cp, time_limit, seed, workers, progress, label, clock0=None):
     """Solve a built remat model through the one CP-SAT runner.
 
     Returns
     -------
     (status, (schedule, objective value) or None, bound, wall seconds, solution log)
         ``status`` is CP-SAT's verdict about the model; the log lists (time, objective)
-        of every incumbent. Ctrl-C stops the search, keeps its incumbent and sets
-        :data:`INTERRUPTED`, which later phases check (they then run no search).
+        of every incumbent (seconds from this search's start). Ctrl-C stops the search,
+        keeps its incumbent and sets :data:`INTERRUPTED`, which later phases check (they
+        then run no search). With ``progress``, a line at the start and one per incumbent
+        on stderr, in the result's units, timed from ``clock0`` (default: this search's start).
 
     Raises
     ------
@@ -576,17 +584,21 @@ def run_cpsat(cp, time_limit, seed, workers, progress, label):
 
     log: list[dict] = []
     t0 = time.perf_counter()
+    c0 = t0 if clock0 is None else clock0
 
     class CB(cp_model.CpSolverSolutionCallback):
         def on_solution_callback(self):
             t = time.perf_counter() - t0
             log.append({"t": round(t, 3), "objective": self.ObjectiveValue()})
             if progress:  # in the result's units (bytes or compute), not CP-SAT's scaled integers
-                print(f"  [{label}] {t:7.2f}s  {cp_units(cp, self.ObjectiveValue())}  "
+                print(f"  [{label}] {time.perf_counter() - c0:7.2f}s  {cp_units(cp, self.ObjectiveValue())}  "
                       f"bound {cp_units(cp, self.BestObjectiveBound())}", file=sys.stderr, flush=True)
 
     if INTERRUPTED.is_set():  # Ctrl-C in an earlier phase: run no further search
         return "unknown", None, None, 0.0, log
+    if progress:
+        print(f"  [{label}] {t0 - c0:7.2f}s  CP-SAT search for at most {max(0.1, float(time_limit)):.1f} s",
+              file=sys.stderr, flush=True)
     run = solve_cpsat(cp.model, time_limit=max(0.1, float(time_limit)), workers=workers, seed=seed, callback=CB(),
                       name=f"remat-{label}")
     if run.interrupted:
