@@ -25,7 +25,6 @@ class EqClassMixin:
         self.st_ecn = [-1] * self.trace.n_tensors
         self.uf_parent: list[int] = []
         self.uf_val: list = []
-        self._eq_cost = self._make_eq_cost()
 
     def _eq_issue(self, s: int) -> None:
         """A new storage ``s`` is issued: a class node of value 0, counted as evicted until
@@ -73,31 +72,8 @@ class EqClassMixin:
         return root
 
     def _evicted_neighbors(self, s: int) -> set:
+        """The evicted storages adjacent to ``s`` (its class's cost is in the heuristics
+        table, :data:`.heuristics.E_EQ`)."""
         out = (self.adj_p[s] | self.adj_c[s]) & self.evicted
         out.discard(s)
         return out
-
-    def _make_eq_cost(self):
-        """``eq_cost(s)``: comp(s) plus the value of each distinct class of s's evicted
-        neighbours (a closure over this state, called in the heuristic's pool scan).
-
-        Complexity: O(evicted neighbours) (near-constant finds)."""
-        comp, ecn, par, val = self.st_comp, self.st_ecn, self.uf_parent, self.uf_val
-        adj_p, adj_c, ev = self.adj_p, self.adj_c, self.evicted
-        find = self._find
-
-        def eq_cost(s):
-            c = comp[s]
-            roots = set()
-            add = roots.add
-            for n in (adj_p[s] | adj_c[s]) & ev:
-                if n != s:
-                    e = ecn[n]
-                    p = par[e]
-                    # a root, or a child of one, is its class without find() (which would
-                    # not change the tree there)
-                    add(e if p == -1 else p if par[p] == -1 else find(e))
-            for r in roots:
-                c = c + val[r]
-            return c
-        return eq_cost

@@ -61,6 +61,12 @@ class _Log(list):
         self.clear()
         self.bm.clear()
 
+    def copy(self) -> "_Log":
+        c = _Log()
+        c.extend(self)
+        c.bm = self.bm[:]
+        return c
+
 
 def storage_dag(trace: DTRTrace) -> bool:
     """True when the storage graph of all of the trace's computed operators (argument storage ->

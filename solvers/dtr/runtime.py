@@ -206,7 +206,7 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
         old = sys.getrecursionlimit()
         sys.setrecursionlimit(max(old, 10 * self.trace.n_tensors + 10000))
         try:
-            self._run()
+            self._run(0)
             return "ok"
         except OOMError:
             return "oom"
@@ -215,14 +215,19 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
         finally:
             sys.setrecursionlimit(old)
 
-    def _run(self, start: int = 0) -> None:
-        """Execute the schedule's commands from position ``start`` on."""
+    def _run(self, start: int = 0, checkpoint=None) -> None:
+        """Execute the schedule's commands from position ``start`` on; ``checkpoint(self,
+        k)`` (optional) is called before command k when k is the position it last returned
+        (the first call at ``start``), and returns the next one (-1: no more calls)."""
         ops = self.trace.ops
         compute, materialize, pin, release = self.compute, self.materialize, self.pin, self.release
         deadline = self.deadline
         st_rext, t_storage, t_defined = self.st_rext, self.t_storage, self.t_defined
         schedule = self.trace.schedule
+        ck = -1 if checkpoint is None else start
         for k in range(start, len(schedule)):
+            if k == ck:
+                ck = checkpoint(self, k)
             kind, x = schedule[k]
             self.pos = k
             if kind == COMPUTE:
@@ -519,6 +524,84 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
     def cost_of_dtr(self, s: int):
         """h_DTR of storage ``s`` now (regions heuristics only)."""
         return self.cost_dtr(s, self.clock)
+
+    # ------------------------------------------------------------ forks
+    # per-tensor / per-storage lists whose items are immutable (a list copy is a full copy)
+    _LISTS = ("t_storage", "t_defined", "st_size", "st_comp", "st_mat", "st_rint", "st_rext", "st_pin", "st_last",
+              "st_const", "events", "mstack", "rg_int", "rg_front", "rg_c", "rr_int", "rr_front", "rr_c", "vi_f",
+              "vi_r", "st_ecn", "uf_parent", "uf_val")
+
+    def fork(self, budget=None, deadline=None) -> "Runtime":
+        """A copy of this runtime that runs on independently: every mutable part of the
+        state is copied (lists, the pool, adjacency sets, closure caches and logs, weight
+        tables, union-find, the random generator's state); the trace and the tables built
+        from it are shared (never mutated). Bound functions are bound again to the copy.
+
+        Parameters
+        ----------
+        budget : int, optional
+            The copy's budget (default: this one's). Resuming a copy taken at a top-level
+            position k with another budget b' makes exactly the decisions of an independent
+            run at b' iff ``eq_lo <= b' < eq_hi`` at k (every budget test so far answers
+            alike; docs/dtr.md, prefix sharing).
+        deadline : float, optional
+            The copy's deadline (``time.perf_counter()`` value); default none.
+
+        Returns
+        -------
+        Runtime
+            Run it on with :meth:`resume`.
+
+        Complexity: O(n) for n tensors plus the size of the closure caches and logs.
+        """
+        if type(self) is not Runtime:
+            raise TypeError(f"{type(self).__name__} cannot be forked (only the byte-counting Runtime)")
+        d = dict(self.__dict__)
+        d.pop("materialize", None)
+        for name in self._LISTS:
+            if name in d:
+                d[name] = d[name][:]
+        d["st_tensors"] = [x[:] for x in self.st_tensors]
+        d["pool"] = dict(self.pool)
+        rng = _random.Random()
+        rng.setstate(self.rng.getstate())
+        d["rng"] = rng
+        if self.use_adj:
+            d["adj_c"] = [set(x) for x in self.adj_c]
+            d["adj_p"] = [set(x) for x in self.adj_p]
+            d["evicted"] = set(self.evicted)
+        if self.use_regions:
+            d["cl_f"], d["cl_r"] = dict(self.cl_f), dict(self.cl_r)
+            d["log_f"], d["log_r"] = self.log_f.copy(), self.log_r.copy()
+            d["comp_np"] = self.comp_np.copy()
+            if self._ints:
+                d["wtab"] = self.wtab.copy()
+        d["budget"] = self.budget if budget is None else budget
+        d["deadline"] = deadline
+        new = object.__new__(Runtime)
+        new.__dict__.update(d)
+        if self.use_regions:
+            new._bind_regions()
+        new._bind_heuristic()
+        if not self.record:
+            new.materialize = new._materialize
+        return new
+
+    def resume(self, start: int, checkpoint=None) -> str:
+        """Run the schedule on from position ``start`` (a fork taken there); as :meth:`run`.
+        ``checkpoint(rt, k) -> next k or -1``: called before command k at the positions it
+        asks for (see :mod:`.prefix`)."""
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, 10 * self.trace.n_tensors + 10000))
+        try:
+            self._run(start, checkpoint)
+            return "ok"
+        except OOMError:
+            return "oom"
+        except ThrashError:
+            return "remat_exceeded"
+        finally:
+            sys.setrecursionlimit(old)
 
     # ------------------------------------------------------------ results
     def summary(self) -> dict:
