@@ -244,3 +244,68 @@ def test_kernel_undo_restores_state(bufs, preorder):
         _, opt = search_minimize(g)
         for cap in (opt - 1, opt, opt + 2):
             _kernel_run_restores(g, cap, preorder)
+
+
+@st.composite
+def scaled_instances(draw):
+    """Sizes sharing a common factor (the gcd rounding of the bounds must stay below the optimum)."""
+    k = draw(st.sampled_from([2, 3, 64]))
+    return [Buffer(b.id, b.lower, b.upper, b.size * k) for b in draw(instances(max_n=5))]
+
+
+@settings(max_examples=150, deadline=None)
+@given(scaled_instances())
+def test_granularity_rounding_keeps_bounds_below_optimum(bufs):
+    import math
+
+    opt = brute_force(bufs)
+    g = math.gcd(*[b.size for b in bufs])
+    assert opt % g == 0  # docs/arena.md, "Granularity"
+    r = solve_arena(bufs, method="search", time_limit=30)
+    assert r.status == "optimal" and r.arena_size == opt == r.lower_bound
+    tight = solve_arena(bufs, capacity=opt - 1, method="search", time_limit=30)
+    assert tight.status == "infeasible" and opt <= tight.lower_bound <= opt + g - 1
+
+
+def test_incumbent_is_kept_and_checked():
+    bufs = [Buffer("a", 0, 2, 2), Buffer("b", 1, 3, 2), Buffer("c", 2, 4, 2), Buffer("d", 0, 1, 1),
+            Buffer("e", 3, 4, 1), Buffer("f", 1, 2, 1), Buffer("g", 2, 3, 1)]
+    opt = brute_force(bufs)
+    best = solve_arena(bufs, method="search")
+    r = solve_arena(bufs, method="greedy", incumbent=best.offsets)
+    assert r.arena_size == opt and check_placement(bufs, r.offsets) == opt
+    with pytest.raises(PlacementError, match="overlap"):
+        solve_arena(bufs, incumbent=[0] * len(bufs))
+
+
+@settings(max_examples=40, deadline=None)
+@given(instances())
+def test_unanswered_probes_make_no_claim(bufs):
+    """With every fit search and branch and bound cut short (as on a hard instance), and the
+    greedy plan replaced by the trivial stack (far above the optimum), the minimization keeps the
+    stack and claims no bound above the optimum."""
+    from unittest import mock
+
+    def stack(part_bufs, stop_at=None):
+        off, top = [], 0
+        for b in part_bufs:
+            off.append(top)
+            top += b.size
+        return "stack", off, top
+
+    def no_answer(*a, **k):
+        return "unknown", None, None
+
+    class Cut:
+        def __init__(self, *a, **k):
+            self.nodes, self.best, self.best_height, self.cap = 0, None, None, 0
+
+        def run(self):
+            raise exact._Timeout
+
+    opt = brute_force(bufs)
+    with mock.patch.object(exact, "_fit", no_answer), mock.patch.object(exact, "_make_search", Cut), \
+            mock.patch.object(exact, "best_greedy", stack):
+        r = solve_arena(bufs, method="search", time_limit=0.3)
+    assert r.lower_bound <= opt <= r.arena_size
+    assert (r.status == "optimal") == (r.arena_size == r.lower_bound)

@@ -27,6 +27,7 @@ Search (one component at a time; see docs/arena.md for the proofs):
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -108,6 +109,7 @@ class _Part:
         tot = [sum(bufs[i].size for i in mem) for mem in sec.members]
         self.total = [max((tot[s] for s in range(sec.first[i], sec.last[i])), default=0) for i in range(n)]
         self.lb = max(tot, default=0)
+        self.gcd = math.gcd(*[b.size for b in bufs]) or 1  # every least arena is a multiple of it
 
     def rank(self, heuristic: str, among=None, tot=None) -> np.ndarray:
         """Static preorder: W width, A area, T largest section total, Z size; all descending,
@@ -433,116 +435,171 @@ def _cpsat_fit(part: _Part, cap: int, hint, seconds: float, seed: int = 0):
     return "unknown", None
 
 
-def _solve_part(part: _Part, capacity: int | None, minimize: bool, method: str, deadline: float, stats: dict):
+def _up(x: int, g: int) -> int:
+    """The least multiple of ``g`` that is >= ``x`` (every least arena is a multiple of the sizes'
+    gcd: docs/arena.md, "Granularity")."""
+    return -(-x // g) * g
+
+
+def _fit(part: _Part, goal: int, deadline: float, method: str, stats: dict):
+    """Is there a placement of height <= ``goal``? The static preorders in round robin with doubling
+    node limits (a run that finishes under its limit is complete); in ``auto`` CP-SAT takes a turn
+    in each round with a quarter of the time the round's searches took. Returns
+    ("found", offsets, height) / ("exhausted", None, None) (proven: none) / ("unknown", None, None)."""
+    limit = max(2 * part.n, 64)
+    rnd = 0
+    s = None
+    try:
+        while True:
+            t_round = time.perf_counter()
+            for h in PREORDERS:
+                s = _make_search(part, goal, h, deadline, limit, improve=False)
+                try:
+                    found = s.run()
+                except _Abort:
+                    stats["nodes"] = stats.get("nodes", 0) + s.nodes
+                    continue
+                stats["nodes"] = stats.get("nodes", 0) + s.nodes
+                if found:
+                    return "found", s.best.tolist(), s.best_height
+                return "exhausted", None, None
+            s = None
+            t_spent = time.perf_counter() - t_round
+            if method == "auto" and t_spent >= 0.4:
+                budget = min(deadline - time.perf_counter(), t_spent / 4)
+                if budget <= 0:
+                    return "unknown", None, None
+                st, o2 = _cpsat_fit(part, goal, None, budget, seed=rnd)
+                stats["cpsat_rounds"] = stats.get("cpsat_rounds", 0) + 1
+                if st == "feasible":
+                    stats["cpsat_solved"] = True
+                    return "found", o2, max(o + b.size for o, b in zip(o2, part.bufs))
+                if st == "infeasible":
+                    stats["cpsat_solved"] = True
+                    return "exhausted", None, None
+            if time.perf_counter() >= deadline:
+                return "unknown", None, None
+            limit *= 2
+            rnd += 1
+    except _Timeout:
+        if s is not None:
+            stats["nodes"] = stats.get("nodes", 0) + s.nodes
+        return "unknown", None, None
+
+
+def _solve_part(part: _Part, capacity: int | None, minimize: bool, method: str, deadline: float, stats: dict,
+                incumbent=None):
     """Returns (offsets|None, height|None, proven lower bound on this part's arena)."""
-    lb = part.lb
+    g = part.gcd
+    lb = _up(part.lb, g)
     name, off, top = best_greedy(part.bufs, stop_at=lb)
     best_off, best_h = list(off), top
     stats["greedy"] = max(stats.get("greedy", 0), top)
-    hard_cap = capacity if capacity is not None else None
+    if incumbent is not None:
+        h_inc = max((o + b.size for o, b in zip(incumbent, part.bufs)), default=0)
+        if h_inc < best_h:
+            best_off, best_h = list(incumbent), h_inc
+    hard_cap = capacity
+
+    def now():
+        return time.perf_counter()
+
+    def answer():
+        if hard_cap is not None and best_h > hard_cap:
+            return None, None, lb
+        return best_off, best_h, lb
+
     if hard_cap is not None and lb > hard_cap:
         return None, None, lb
-    if best_h <= lb:
-        return best_off, best_h, lb
-    if method == "greedy":
-        return (best_off, best_h, lb) if hard_cap is None or best_h <= hard_cap else (None, None, lb)
-    # the target height: a placement at or below it answers the question asked
+    if best_h <= lb or method == "greedy":
+        return answer()
     if method in ("auto", "search"):
-        # 1. feasibility at the lower bound (or at the capacity when no minimization is asked),
-        #    static preorders in round robin with doubling node limits
-        goal = lb if (minimize or hard_cap is None) else hard_cap
-        if best_h <= goal:
-            if not minimize:
-                return best_off, best_h, lb
-            goal = lb
-        limit = max(2 * part.n, 64)
-        done = False
-        rnd = 0
-        # when minimizing, the fit at the bound gets a third of the time, the branch and bound the rest
-        d1 = deadline if not minimize else time.perf_counter() + (deadline - time.perf_counter()) / 3
-        try:
-            while not done:
-                t_round = time.perf_counter()
-                for h in PREORDERS:
-                    s = _make_search(part, goal, h, d1, limit, improve=False)
-                    try:
-                        found = s.run()
-                    except _Abort:
-                        stats["nodes"] = stats.get("nodes", 0) + s.nodes
-                        continue
-                    stats["nodes"] = stats.get("nodes", 0) + s.nodes
-                    if found and s.best_height < best_h:
-                        best_off, best_h = s.best.tolist(), s.best_height
-                    if not found:
-                        lb = max(lb, goal + 1)  # exhausted: nothing fits goal
-                    done = True
-                    break
-                t_spent = time.perf_counter() - t_round
-                if not done and method == "auto" and t_spent >= 0.4:
-                    # CP-SAT (no-overlap 2D + cumulative) as one more member of the round
-                    # robin, with a quarter of the time this round's searches took
-                    budget = min(d1 - time.perf_counter(), t_spent / 4)
-                    if budget <= 0:
-                        raise _Timeout
-                    st, o2 = _cpsat_fit(part, goal, None, budget, seed=rnd)
-                    stats["cpsat_rounds"] = stats.get("cpsat_rounds", 0) + 1
-                    if st == "feasible":
-                        h2 = max(o + b.size for o, b in zip(o2, part.bufs))
-                        if h2 < best_h:
-                            best_off, best_h = o2, h2
-                        stats["cpsat_solved"] = True
-                        done = True
-                    elif st == "infeasible":
-                        lb = max(lb, goal + 1)
-                        stats["cpsat_solved"] = True
-                        done = True
-                limit *= 2
-                rnd += 1
-        except _Timeout:
-            stats["nodes"] = stats.get("nodes", 0) + s.nodes
-            if time.perf_counter() >= deadline:
+        # 1. the question asked: a placement within the capacity, when none is known yet
+        if hard_cap is not None and best_h > hard_cap:
+            d1 = deadline if not minimize else now() + (deadline - now()) / 2
+            r, o2, h2 = _fit(part, hard_cap, d1, method, stats)
+            if r == "found":
+                best_off, best_h = list(o2), h2
+            elif r == "exhausted":
+                lb = max(lb, _up(hard_cap + 1, g))
+                return None, None, lb
+            elif now() >= deadline:
                 stats["timeout"] = True
-        if best_h <= lb or (not minimize and hard_cap is not None and best_h <= hard_cap):
-            return best_off, best_h, lb
-        if hard_cap is not None and lb > hard_cap:
-            return None, None, lb
-        # 2. branch and bound from just below the best height
-        if not stats.get("timeout"):
-            cap = best_h - 1 if hard_cap is None else min(best_h - 1, hard_cap)
-            s = _make_search(part, cap, PREORDERS[0], deadline, None, improve=True)
+        if not minimize or best_h <= lb or now() >= deadline:
+            if now() >= deadline and best_h > lb and minimize:
+                stats["timeout"] = True
+            return answer()
+        # 2. minimization, anytime: the fit at the bound (a sixth of the time) ...
+        r, o2, h2 = _fit(part, lb, now() + (deadline - now()) / 6, method, stats)
+        if r == "found":
+            return list(o2), h2, lb
+        if r == "exhausted":
+            lb = _up(lb + 1, g)
+        # ... the branch and bound below the best placement (a fifth of what is left) ...
+        top_cap = best_h - 1 if hard_cap is None else min(best_h - 1, hard_cap)
+        if best_h > lb and top_cap >= lb:
+            s = _make_search(part, top_cap, PREORDERS[0], now() + (deadline - now()) / 5, None, improve=True)
             try:
                 s.run()
                 exhausted = True
             except _Timeout:
                 exhausted = False
-                stats["timeout"] = True
             stats["nodes"] = stats.get("nodes", 0) + s.nodes
             if s.best is not None and s.best_height < best_h:
                 best_off, best_h = s.best.tolist(), s.best_height
             if exhausted:
-                lb = max(lb, s.cap + 1)  # nothing at or below the final cap exists
-            if best_h <= lb:
-                return best_off, best_h, lb
-    if method in ("auto", "cpsat") and time.perf_counter() < deadline:
+                lb = max(lb, _up(s.cap + 1, g))  # nothing at or below the final cap exists
+        # ... then bisection between the bound and the best placement by fit searches: a found
+        # placement lowers the top, an exhausted search raises the proven bound, an unanswered
+        # probe only moves the next probe up (no claim). Each probe gets ``slice`` seconds (feasible
+        # probes are mostly answered in well under that on the challenging set); when the probes
+        # meet, they start again from the proven bound with twice the slice.
+        lo_soft = lb
+        slice_s = 2.0
+        log = stats.setdefault("probe_log", [])
+        while best_h > lb and now() < deadline:
+            hi = best_h - 1 if hard_cap is None else min(best_h - 1, hard_cap)
+            lo_u, hi_u = _up(lo_soft, g) // g, hi // g
+            if lo_u > hi_u:
+                lo_soft, slice_s = lb, 2 * slice_s
+                continue
+            mid = (lo_u + hi_u) // 2 * g
+            left = deadline - now()
+            t_p = now()
+            r, o2, h2 = _fit(part, mid, now() + min(left, slice_s), method, stats)
+            log.append((mid, r, round(now() - t_p, 2)))
+            if r == "found":
+                best_off, best_h = list(o2), h2
+            elif r == "exhausted":
+                lb = max(lb, _up(mid + 1, g))
+                lo_soft = max(lo_soft, lb)
+            else:
+                lo_soft = mid + g
+        stats["probes"] = len(log)
+        if best_h > lb and now() >= deadline:
+            stats["timeout"] = True
+        if best_h <= lb or (hard_cap is not None and lb > hard_cap):
+            return answer()
+    if method in ("auto", "cpsat") and now() < deadline and (hard_cap is None or lb <= hard_cap):
         ub = best_h if hard_cap is None else min(best_h, hard_cap)
         hint = best_off if best_h <= ub else None
         o2, h2, proven, bnd = _cpsat(part, lb, ub, hint, deadline)
         stats["cpsat"] = True
         if o2 is not None and h2 < best_h:
             best_off, best_h = o2, h2
-        lb = max(lb, bnd)
+        lb = max(lb, _up(bnd, g))
         if proven and o2 is not None:
             lb = max(lb, h2)
-    if hard_cap is not None and best_h > hard_cap:
-        return None, None, lb
-    return best_off, best_h, lb
+    return answer()
 
 
 def solve_arena(buffers, *, capacity: int | None = None, minimize: bool | None = None, method: str = "auto",
-                time_limit: float = 60.0) -> ArenaResult:
+                time_limit: float = 60.0, incumbent=None) -> ArenaResult:
     """Place ``buffers``. With no ``capacity``: minimize the arena. With one: find a placement
-    within it (``minimize=True``: the least such arena). The result is re-checked by
-    :func:`memsched.solvers.arena.check.check_placement` before it is returned."""
+    within it (``minimize=True``: the least such arena). ``incumbent``: offsets of a placement
+    already known (checked by the independent checker; the answer is never worse than it). The
+    result is re-checked by :func:`memsched.solvers.arena.check.check_placement` before it is
+    returned."""
     from memsched.formulations import MemschedError
 
     t0 = time.perf_counter()
@@ -553,6 +610,9 @@ def solve_arena(buffers, *, capacity: int | None = None, minimize: bool | None =
         raise MemschedError(f"capacity must be a non-negative integer, got {capacity!r}")
     if minimize is None:
         minimize = capacity is None
+    if incumbent is not None:
+        incumbent = [int(o) if isinstance(o, np.integer) else o for o in incumbent]
+        check_placement(bufs, incumbent)  # PlacementError (a MemschedError) names the buffer
     deadline = t0 + float(time_limit)
     ml = max_live(bufs)
     offsets = [0] * len(bufs)
@@ -567,12 +627,15 @@ def solve_arena(buffers, *, capacity: int | None = None, minimize: bool | None =
         part = _Part([sub[i] for i in comp])
         stats["parts"] += 1
         st: dict = {}
-        off, h, plb = _solve_part(part, capacity, minimize, method, deadline, st)
+        inc = None if incumbent is None else [incumbent[live[i]] for i in comp]
+        off, h, plb = _solve_part(part, capacity, minimize, method, deadline, st, inc)
         stats["nodes"] = stats.get("nodes", 0) + st.get("nodes", 0)
         stats["timeout"] = stats.get("timeout", False) or st.get("timeout", False)
         stats["cpsat"] = stats.get("cpsat", False) or st.get("cpsat", False)
         stats["cpsat_rounds"] = stats.get("cpsat_rounds", 0) + st.get("cpsat_rounds", 0)
         stats["cpsat_solved"] = stats.get("cpsat_solved", False) or st.get("cpsat_solved", False)
+        stats["probes"] = stats.get("probes", 0) + st.get("probes", 0)
+        stats.setdefault("probe_log", []).extend(st.get("probe_log", []))
         greedy = max(greedy, st.get("greedy", 0))
         lb = max(lb, plb)
         if off is None:
