@@ -82,152 +82,213 @@ class _Timeout(Exception):
     pass
 
 
-def _run(graph: Graph, B: int, caps, U, deadline: float, max_states: int):
-    """Least compute for budget B: (cost, events) or (None, reason)."""
-    order = graph.given_order()
-    m = len(order)
-    size = graph.size
-    pinned = graph.pinned_idx
-    const = sum(size[j] for j in pinned)
-    cost = [_exact(c) for c in graph.cost]
-    op_in, op_out, ws = graph.op_in, graph.op_out, graph.workspace
-    initial = graph.resident_at_start()
-    if initial > B:
-        return None, f"the graph inputs alone need {initial} bytes > budget {B}"
-    memo: dict[int, int] = {0: 0}
+def _bits(ids) -> int:
+    b = 0
+    for j in ids:
+        b |= 1 << j
+    return b
 
-    def mem(mask: int) -> int:
-        r = memo.get(mask)
+
+def _set_bits(x: int):
+    """The indices of the set bits of ``x``, lowest first."""
+    while x:
+        low = x & -x
+        x ^= low
+        yield low.bit_length() - 1
+
+
+class _StageDP:
+    """The dynamic program of the module docstring for one budget ``B``.
+
+    A state is ``(resident mask of useful tensors, recompute counts)`` mapped to
+    ``(least compute, trail)``; the trail is a linked list ``(previous, event)`` of the
+    schedule's events. :meth:`stage` runs the micro-steps of one stage (each candidate
+    recomputation computed or skipped, then the stage's operator), :meth:`boundary` drops
+    the tensors that stopped being useful. Raises ``_Timeout`` past ``deadline``."""
+
+    def __init__(self, graph: Graph, B: int, caps, U, deadline: float, max_states: int):
+        self.g, self.B, self.caps = graph, B, caps
+        self.deadline, self.max_states = deadline, max_states
+        self.order = graph.given_order()
+        size, pinned, n = graph.size, graph.pinned_idx, graph.n_ops
+        self.size = size
+        self.const = sum(size[j] for j in pinned)
+        self.cost = [_exact(c) for c in graph.cost]
+        self.ws = graph.workspace
+        self.in_bits = [_bits(j for j in graph.op_in[v] if j not in pinned) for v in range(n)]
+        self.out_bits = [_bits(graph.op_out[v]) for v in range(n)]
+        self.out_size = [sum(size[j] for j in graph.op_out[v]) for v in range(n)]
+        self.u_bits = [_bits(u) for u in U]
+        self.zero_bits = _bits(j for j in range(graph.n_tensors) if size[j] == 0)
+        self.tracked = [v for v in range(n) if caps[v] is not None and caps[v] > 0]
+        self.memo: dict[int, int] = {0: 0}
+
+    def mem(self, mask: int) -> int:
+        """Bytes of the tensors in ``mask`` (memoized)."""
+        r = self.memo.get(mask)
         if r is None:
-            r = 0
-            x = mask
-            while x:
-                low = x & -x
-                r += size[low.bit_length() - 1]
-                x ^= low
-            memo[mask] = r
+            r = self.memo[mask] = sum(self.size[j] for j in _set_bits(mask))
         return r
 
-    def bits(ids) -> int:
-        b = 0
-        for j in ids:
-            b |= 1 << j
-        return b
-
-    in_bits = [bits(j for j in op_in[v] if j not in pinned) for v in range(graph.n_ops)]
-    out_bits = [bits(op_out[v]) for v in range(graph.n_ops)]
-    out_size = [sum(size[j] for j in op_out[v]) for v in range(graph.n_ops)]
-    u_bits = [bits(u) for u in U]
-    zero_bits = bits(j for j in range(graph.n_tensors) if size[j] == 0)
-    tracked = [v for v in range(graph.n_ops) if caps[v] is not None and caps[v] > 0]
-    # state: (mask, counts) -> (cost, trail); trail is a linked list (prev, event)
-    start = bits(j for j in graph.input_idx if j not in pinned)
-    trail = None
-    for j in graph.input_idx:
-        if j not in pinned and not (u_bits[0] >> j & 1):
-            trail = (trail, (FREE, j))
-    states = {(start & u_bits[0], ()): (0, trail)}
-
-    def put(d, key, c, tr):
+    @staticmethod
+    def put(d, key, c, tr) -> None:
         old = d.get(key)
         if old is None or c < old[0]:
             d[key] = (c, tr)
 
-    def branch_frees(d, key, c, tr, touched: int, forced: int):
-        """Expand frees of the tensors in `touched` (keep/free each), forced ones freed."""
+    def initial_states(self) -> dict:
+        """The graph inputs resident, the useless ones freed at once."""
+        g, pinned = self.g, self.g.pinned_idx
+        trail = None
+        for j in g.input_idx:
+            if j not in pinned and not (self.u_bits[0] >> j & 1):
+                trail = (trail, (FREE, j))
+        start = _bits(j for j in g.input_idx if j not in pinned)
+        return {(start & self.u_bits[0], ()): (0, trail)}
+
+    def branch_frees(self, d, key, c, tr, touched: int, forced: int) -> None:
+        """Expand frees of the tensors in ``touched`` (keep/free each), ``forced`` ones freed."""
         mask, cnt = key
         items = [(mask, tr)]
-        x = touched & mask
-        while x:
-            low = x & -x
-            x ^= low
-            j = low.bit_length() - 1
+        for j in _set_bits(touched & mask):
+            low = 1 << j
             nxt = []
             for mk, t2 in items:
-                if forced & low:
-                    nxt.append((mk & ~low, (t2, (FREE, j))))
-                else:
+                if not forced & low:
                     nxt.append((mk, t2))
-                    nxt.append((mk & ~low, (t2, (FREE, j))))
+                nxt.append((mk & ~low, (t2, (FREE, j))))
             items = nxt
         for mk, t2 in items:
-            put(d, (mk, cnt), c, t2)
+            self.put(d, (mk, cnt), c, t2)
 
-    for k in range(m):
-        if time.perf_counter() > deadline:
-            raise _Timeout
-        vk = order[k]
-        uk, uk1 = u_bits[k], u_bits[k + 1]
-        cand = [u for u in order[:k] if caps[u] != 0 and out_bits[u] & uk]
-        ops = cand + [vk]
-        # what later micro-ops of this stage may read, for forced frees
-        later_need = [0] * (len(ops) + 1)
+    def compute(self, nxt: dict, key, c, tr, o: int, first: bool, keep_after: int) -> None:
+        """Run operator ``o`` from state ``key`` (a first computation when ``first``), if
+        its inputs are resident, its cap allows and it fits the budget."""
+        mask, cnt = key
+        if self.in_bits[o] & ~mask:
+            return
+        res_out = self.out_bits[o] & mask
+        if res_out:  # recompute only after freeing; zero-byte outputs are freed here for free
+            if res_out & ~self.zero_bits:
+                return
+            mask &= ~res_out
+            for j in _set_bits(res_out):
+                tr = (tr, (FREE, j))
+        cd = dict(cnt)
+        cap = self.caps[o]
+        if not first and cap is not None:
+            used = cd.get(o, 0)
+            if used >= cap:
+                return
+            cd[o] = used + 1
+        if self.const + self.mem(mask) + self.out_size[o] + self.ws[o] > self.B:
+            return
+        nk = (mask | self.out_bits[o], tuple(sorted(cd.items())))
+        touched = self.in_bits[o] | self.out_bits[o]
+        forced = touched & ~keep_after
+        self.branch_frees(nxt, nk, c + self.cost[o], (tr, (COMPUTE, o)), (touched & ~self.zero_bits) | forced, forced)
+
+    def stage(self, k: int, states: dict) -> dict:
+        """Stage k: candidate recomputations (each computed or skipped), then ``order[k]``.
+        No frees at the stage start: a tensor is freed at its last touch (dominance)."""
+        vk, uk, uk1 = self.order[k], self.u_bits[k], self.u_bits[k + 1]
+        ops = [u for u in self.order[:k] if self.caps[u] != 0 and self.out_bits[u] & uk] + [vk]
+        later_need = [0] * (len(ops) + 1)  # what later micro-steps of this stage read: forced frees
         for t in range(len(ops) - 1, -1, -1):
-            later_need[t] = later_need[t + 1] | in_bits[ops[t]]
-        cur = states  # no frees at stage start: a tensor is freed at its last touch (dominance)
+            later_need[t] = later_need[t + 1] | self.in_bits[ops[t]]
+        cur = states
         for t, o in enumerate(ops):
             nxt: dict = {}
             first = o == vk
-            keep_after = uk1 | later_need[t + 1]
             for key, (c, tr) in cur.items():
-                mask, cnt = key
                 if not first:
-                    put(nxt, key, c, tr)  # skip
-                if in_bits[o] & ~mask:
-                    continue
-                res_out = out_bits[o] & mask
-                if res_out:  # recompute only after freeing; zero-byte outputs are freed here for free
-                    if res_out & ~zero_bits:
-                        continue
-                    mask &= ~res_out
-                    x = res_out
-                    while x:
-                        low = x & -x
-                        x ^= low
-                        tr = (tr, (FREE, low.bit_length() - 1))
-                cd = dict(cnt)
-                if not first:
-                    used = cd.get(o, 0)
-                    if caps[o] is not None and used >= caps[o]:
-                        continue
-                    if caps[o] is not None:
-                        cd[o] = used + 1
-                if const + mem(mask) + out_size[o] + ws[o] > B:
-                    continue
-                nk = (mask | out_bits[o], tuple(sorted(cd.items())))
-                touched = in_bits[o] | out_bits[o]
-                forced = touched & ~keep_after
-                branch_frees(nxt, nk, c + cost[o], (tr, (COMPUTE, o)), (touched & ~zero_bits) | forced, forced)
+                    self.put(nxt, key, c, tr)  # skip this recomputation
+                self.compute(nxt, key, c, tr, o, first, uk1 | later_need[t + 1])
             cur = nxt
-            if len(cur) > max_states:
-                raise MemschedError(f"width-dp: more than {max_states} states at step {k}; the width is too large")
-        # boundary k+1: drop useless tensors, project counts onto operators that may still rerun
-        alive_ops = {u for u in tracked if out_bits[u] & uk1}
-        states = {}
+            if len(cur) > self.max_states:
+                raise MemschedError(f"width-dp: more than {self.max_states} states at step {k}; the width is too large")
+        return cur
+
+    def boundary(self, k: int, cur: dict) -> dict:
+        """Boundary k+1: free the tensors no longer useful, keep the counts of the
+        operators that may still rerun."""
+        uk1 = self.u_bits[k + 1]
+        alive_ops = {u for u in self.tracked if self.out_bits[u] & uk1}
+        states: dict = {}
         for (mask, cnt), (c, tr) in cur.items():
-            extra = mask & ~uk1
-            x = extra
-            while x:
-                low = x & -x
-                x ^= low
-                tr = (tr, (FREE, low.bit_length() - 1))
-            put(states, (mask & uk1, tuple((o, n) for o, n in cnt if o in alive_ops)), c, tr)
+            for j in _set_bits(mask & ~uk1):
+                tr = (tr, (FREE, j))
+            self.put(states, (mask & uk1, tuple((o, n) for o, n in cnt if o in alive_ops)), c, tr)
+        return states
+
+    def best(self, states: dict):
+        """(least compute, schedule) among the final states that hold the required outputs."""
+        need = _bits(j for j in self.g.output_idx if j not in self.g.pinned_idx)
+        best = min(((c, tr) for (mask, _), (c, tr) in states.items() if mask & need == need),
+                   key=lambda ct: ct[0], default=None)
+        if best is None:
+            return None
+        evs = []
+        tr = best[1]
+        while tr is not None:
+            tr, e = tr
+            evs.append(e)
+        return best[0], Schedule(tuple(reversed(evs)))
+
+
+def _run(graph: Graph, B: int, caps, U, deadline: float, max_states: int):
+    """Least compute for budget B in the class: (cost, schedule), or (None, the reason why
+    nothing fits). O(m * c * states) (module docstring)."""
+    initial = graph.resident_at_start()
+    if initial > B:
+        return None, f"the graph inputs alone need {initial} bytes > budget {B}"
+    dp = _StageDP(graph, B, caps, U, deadline, max_states)
+    states = dp.initial_states()
+    for k, vk in enumerate(dp.order):
+        if time.perf_counter() > deadline:
+            raise _Timeout
+        states = dp.boundary(k, dp.stage(k, states))
         if not states:
             return None, f"no schedule in the given-order class keeps step {k} ({graph.ops[vk].name!r}) within budget {B}"
-    need = bits(j for j in graph.output_idx if j not in pinned)
-    best = None
-    for (mask, cnt), (c, tr) in states.items():
-        if mask & need == need and (best is None or c < best[0]):
-            best = (c, tr)
-    if best is None:
+    found = dp.best(states)
+    if found is None:
         return None, f"no schedule keeps the required outputs within budget {B}"
-    evs = []
-    tr = best[1]
-    while tr is not None:
-        tr, e = tr
-        evs.append(e)
-    evs.reverse()
-    return best[0], Schedule(tuple(evs))
+    return found
+
+
+def _allowance(baseline, eps: float, extra_compute):
+    """The compute allowed to the peak objective: baseline + ``extra_compute``, else
+    (1 + eps) x baseline (with a 1e-9 relative slack for the float eps), exactly."""
+    if extra_compute is not None:
+        if extra_compute < 0:
+            raise MemschedError(f"width-dp: extra compute allowance must be >= 0, got {extra_compute}")
+        return baseline + Fraction(extra_compute)
+    if eps < 0:
+        raise MemschedError(f"width-dp: eps must be >= 0, got {eps}")
+    allow = Fraction(1 + eps) * Fraction(float(baseline))
+    return allow + Fraction(1, 10 ** 9) * max(1, abs(allow))
+
+
+def _least_peak(graph: Graph, caps, U, allow, deadline: float, max_states: int):
+    """(least budget B whose least compute is <= ``allow``, its schedule): binary search
+    between the per-operator lower bound and the given order's peak (feasible at no
+    extra compute). O(log(peak) * one DP)."""
+    from memsched.formulations import evaluate
+    from memsched.solvers.ordering.bounds import per_op_bound
+
+    hi = evaluate(graph, Schedule.from_order(graph, graph.given_order())).peak
+    lo = min(per_op_bound(graph), hi)  # no schedule peaks lower (every operator runs once)
+    found = None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        b2, s2 = _run(graph, mid, caps, U, deadline, max_states)
+        if b2 is not None and b2 <= allow:
+            hi, found = mid, s2
+        else:
+            lo = mid + 1
+    if found is None:
+        _, found = _run(graph, lo, caps, U, deadline, max_states)
+    return lo, found
 
 
 def solve(graph: Graph, budget_bytes=None, cap=None, objective: str = "compute", eps: float = 0.0,
@@ -266,35 +327,8 @@ def solve(graph: Graph, budget_bytes=None, cap=None, objective: str = "compute",
                 claimed = float(best)
                 sched = info
             else:
-                if extra_compute is not None:
-                    if extra_compute < 0:
-                        raise MemschedError(f"width-dp: extra compute allowance must be >= 0, got {extra_compute}")
-                    allow = baseline + Fraction(extra_compute)
-                else:
-                    if eps < 0:
-                        raise MemschedError(f"width-dp: eps must be >= 0, got {eps}")
-                    allow = Fraction(1 + eps) * Fraction(float(baseline))
-                    allow += Fraction(1, 10 ** 9) * max(1, abs(allow))
-                from memsched.formulations import evaluate
-                hi = evaluate(graph, Schedule.from_order(graph, graph.given_order())).peak
-                lo = graph.resident_at_start()
-                for v in range(graph.n_ops):
-                    lo = max(lo, sum(graph.size[j] for j in graph.op_in[v] if j not in graph.pinned_idx)
-                             + sum(graph.size[j] for j in graph.op_out[v]) + graph.workspace[v]
-                             + sum(graph.size[j] for j in graph.pinned_idx))
-                lo = min(lo, hi)
-                found = None
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    b2, s2 = _run(graph, mid, caps, U, deadline, max_states)
-                    if b2 is not None and b2 <= allow:
-                        hi, found = mid, s2
-                    else:
-                        lo = mid + 1
-                if found is None:
-                    b2, found = _run(graph, lo, caps, U, deadline, max_states)
-                sched = found
-                claimed = lo
+                allow = _allowance(baseline, eps, extra_compute)
+                claimed, sched = _least_peak(graph, caps, U, allow, deadline, max_states)
                 params["extra_compute_allowed"] = float(allow - baseline)
         except _Timeout:
             return make_result(graph, None, solver="width-dp", scope=SCOPE, status=Status.TIMEOUT, objective=objective,
