@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import referee
 from memsched.formulations import Graph, evaluate
 from memsched.formulations.schedule import COMPUTE, FREE
-from memsched.solvers.remat.lowbudget import ReachSearch, decide_unbounded
+from memsched.solvers.remat.lowbudget import ReachSearch, decide_unbounded, refute_capped
 from strategies import random_graphs, single_output_graphs, valid_schedules
 
 SET = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -131,3 +131,48 @@ def test_a_timeout_is_unknown_never_a_verdict(shared_data):
     g = load_graph(str(shared_data / "graphs/random_layered/random_layered_n250_w0.43_nlv0.75_ed0.2_scd0.14.json"))
     r = decide_unbounded(g, 88104, time_limit=0.5)
     assert r.status == "unknown" and r.schedule is None
+
+
+# ----------------------------------------------------------------- chains under a cap
+@settings(max_examples=1500, **SET)
+@given(random_graphs(max_ops=6, max_size=12), st.integers(0, 60), st.sampled_from([0, 1, 2]))
+def test_capped_refutation_never_wrong(g, B, cap):
+    """A capped refutation only where the referee finds no schedule with that cap."""
+    r = refute_capped(g, B, [cap] * g.n_ops, time_limit=30)
+    assert r.status in ("infeasible", "unknown") and r.schedule is None
+    if r.status == "infeasible":
+        assert referee.remat(g, B, cap).compute is None, r.reason
+
+
+@settings(max_examples=600, **SET)
+@given(single_output_graphs(max_ops=7, max_size=20), st.sampled_from([0, 1]))
+def test_capped_refutation_at_the_capped_threshold(g, cap):
+    """At the least budget with the cap (referee) the chain search must not refute."""
+    lo, hi = 0, referee.order_peak(g)[0]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if referee.remat(g, mid, cap).compute is not None:
+            hi = mid
+        else:
+            lo = mid + 1
+    assert refute_capped(g, lo, [cap] * g.n_ops, time_limit=30).status == "unknown"
+
+
+def test_the_cap_refutes_what_unbounded_recomputation_allows():
+    """The cap adds refutations: on 60 random DAGs (7 operators), at the largest budget where no
+    schedule without recomputation fits (referee) but one with unbounded recomputation does
+    (decide_unbounded, re-judged), the cap-0 chain search refutes it at least 5 times."""
+    found = 0
+    from memsched.instances.generators import random_dag
+
+    for seed in range(60):
+        g = random_dag(7, seed, edge_prob=0.4, max_size=20)
+        for B in range(referee.order_peak(g)[0] - 1, 0, -1):
+            if referee.remat(g, B, 0).compute is not None:
+                continue
+            if decide_unbounded(g, B).status != "feasible":
+                break
+            if refute_capped(g, B, [0] * g.n_ops, time_limit=30).status == "infeasible":
+                found += 1
+            break
+    assert found >= 5, found

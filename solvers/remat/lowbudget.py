@@ -513,3 +513,124 @@ def emit_schedule(rs: ReachSearch) -> Schedule:
                 resident.discard(j)
     rs.emit(outs, resident, events)
     return Schedule(tuple(events))
+
+
+class CappedRefuter:
+    """Backward reachability with recompute caps, for refutation only (docs/remat-low-budgets.md,
+    "Chains under a cap").
+
+    The backward lemma, applied from a set S resident at time t, names computations at
+    strictly decreasing times (each step's set is resident just before the computation it
+    names), so they are distinct events of the schedule: with operator v run at most
+    ``1 + caps[v]`` times, no chain names v more often. :meth:`refutes` searches chains whose
+    per-operator counts stay within the caps; "no chain" is a proof that no schedule with
+    those caps and peak <= B has S resident. Sets of at most ``assume_below`` counted bytes
+    are taken as reachable without search (an over-approximation: it can only fail to
+    refute). State: (set, counts); a failed state also fails with any larger counts."""
+
+    def __init__(self, graph: Graph, B: int, caps, time_limit: float = 10.0, assume_below: int | None = None,
+                 orders=None):
+        self.rs = ReachSearch(graph, B, time_limit=time_limit, witnesses=False, orders=orders)
+        self.g = graph
+        self.B = int(B)
+        self.K = [None if c is None else 1 + int(c) for c in caps]
+        self.assume_below = assume_below
+        self.deadline = time.perf_counter() + float(time_limit)
+        n = graph.n_ops
+        kmax = max([k for k in self.K if k is not None], default=1)
+        self.wb = (kmax + 1).bit_length() + 1  # bits per operator count, top one a guard
+        self.unit = [1 << (self.wb * v) for v in range(n)]
+        self.guard = sum(1 << (self.wb * v + self.wb - 1) for v in range(n))
+        self.fmask = (1 << self.wb) - 1
+        self.failed: dict[int, list[int]] = {}
+        self.calls = 0
+
+    def plain_fits(self, S: int, cnt: int) -> bool:
+        """A real chain: a plain order of S's ancestors (each run once more, within the caps
+        left) keeps S within B. Cuts the search; never needed for soundness."""
+        rs, g = self.rs, self.g
+        ops = 0
+        for j in _bits(S & rs.prodmask):
+            ops |= rs.opanc[g.producer[j]]
+        for v in _bits(ops):
+            if self.K[v] is not None and (cnt >> (self.wb * v)) & self.fmask >= self.K[v]:
+                return False
+        pk, _ = rs._plain_peak(S)
+        return pk is not None and pk <= self.B
+
+    def _leq(self, a: int, b: int) -> bool:
+        """Componentwise a <= b of packed counts (the guard-bit subtraction)."""
+        return ((b | self.guard) - a) & self.guard == self.guard
+
+    def reach(self, S: int, cnt: int = 0) -> bool:
+        rs, g, B = self.rs, self.g, self.B
+        m = rs.m(S)
+        if m > B:
+            return False
+        if not (S & rs.prodmask):
+            return True
+        if self.assume_below is not None and m <= self.assume_below:
+            return True
+        lst = self.failed.get(S)
+        if lst is not None and any(self._leq(a, cnt) for a in lst):
+            return False
+        if self.plain_fits(S, cnt):
+            return True
+        self.calls += 1
+        if not self.calls & 255 and time.perf_counter() > self.deadline:
+            raise _Timeout
+        if rs.order_bound(S) > B:
+            self.failed.setdefault(S, []).append(0)
+            return False
+        cands = {g.producer[j] for j in _bits(S & rs.prodmask)}
+        opts = []
+        for u in cands:
+            if self.K[u] is not None and (cnt >> (self.wb * u)) & self.fmask >= self.K[u]:
+                continue
+            T = (S & ~rs.outmask[u]) | rs.inmask[u]
+            if rs.m(T | rs.outmask[u]) + g.workspace[u] > B:
+                continue
+            opts.append((sum(rs.w[j] for j in _bits(rs.inmask[u] & ~S)), -u, u, T))
+        opts.sort()
+        for _, _, u, T in opts:
+            if self.reach(T, cnt + self.unit[u]):
+                return True
+        lst = self.failed.setdefault(S, [])
+        lst[:] = [a for a in lst if not self._leq(cnt, a)] + [cnt]
+        return False
+
+
+def refute_capped(graph: Graph, B: int, caps, time_limit: float = 60.0, assume_below: int | None = None) -> LowBudget:
+    """``infeasible`` if some operator's inputs cannot be resident together within B by any
+    schedule with these caps (:class:`CappedRefuter`), else ``unknown`` (never ``feasible``:
+    the search over-approximates)."""
+    from memsched.solvers.remat.infeasibility import local_infeasibility
+
+    t0 = time.perf_counter()
+    B = int(B)
+    why = local_infeasibility(graph, B)
+    if why:
+        return LowBudget("infeasible", B, why, wall_s=time.perf_counter() - t0)
+    cr = CappedRefuter(graph, B, caps, time_limit=time_limit, assume_below=assume_below)
+    rs, g = cr.rs, graph
+
+    def run():
+        for v in sorted(range(g.n_ops), key=lambda v: -rs.m(rs.inmask[v] | rs.outmask[v])):
+            if not cr.reach(rs.inmask[v]):
+                return v
+        if not cr.reach(sum(1 << j for j in g.output_idx)):
+            return "outputs"
+        return None
+
+    try:
+        bad = _deep(run)
+    except _Timeout:
+        return LowBudget("unknown", B, f"capped chain search ran out of time ({time_limit} s)",
+                         stats={"calls": cr.calls}, wall_s=time.perf_counter() - t0)
+    stats = {"calls": cr.calls, "sets": len(cr.failed)}
+    if bad is None:
+        return LowBudget("unknown", B, "every operator's inputs have a chain within the caps", stats=stats,
+                         wall_s=time.perf_counter() - t0)
+    what = "the required outputs" if bad == "outputs" else f"operator {g.ops[bad].name!r}: its inputs"
+    return LowBudget("infeasible", B, f"{what} cannot be resident together within budget {B} by any schedule "
+                     "within the caps (capped backward chain search)", stats=stats, wall_s=time.perf_counter() - t0)
