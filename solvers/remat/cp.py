@@ -14,7 +14,9 @@ phases (docs/remat.md, "Driver"):
    the peak-cutting search give a schedule within B to hint;
 3. phase 1 (no hint within B): least peak, to find a first schedule within B or prove
    that none exists in the model's class;
-4. phase 2a (free order only): the given-order model, a smaller search, for a cheaper hint;
+4. given-order class (finite caps): the stage relaxation's bound (:mod:`.proofs`) as an
+   objective floor; phase 2a (free order only): the given-order model, a smaller search,
+   for a cheaper hint;
 5. a first slice of the main model; then the threshold and hitting-set bounds
    (:mod:`.proofs`) as an objective floor; then the main model with the rest of the time.
 
@@ -62,6 +64,8 @@ FIXED_ORDER_SHARE = 0.35
 THRESHOLD_SHARE = 0.3
 # Share of the time left given to a first slice of the main model before the bounds are computed.
 PRESOLVE_SHARE = 0.2
+# Share of the time left given to the given-order stage relaxation (given class, finite caps).
+RELAX_SHARE = 0.3
 SOLVER = "remat-cp"
 
 
@@ -234,6 +238,9 @@ def _phases(s: _Solve) -> SolveResult:
         if res is not None:
             return res
         s.hint_time = s.elapsed()
+        res = _given_relaxation(s)
+        if res is not None:
+            return res
         _given_order_slice(s)
         done = _first_slice(s)
         if done is None:
@@ -373,6 +380,30 @@ def _first_schedule(s: _Solve) -> SolveResult | None:
     return s.result(None, status=Status.TIMEOUT, objective=s.objective, lower_bound=s.floor, stop=why,
                     message=f"no schedule within budget {s.B} found in {s.elapsed():.1f} s"
                             + f" (least peak found {evaluate(g, s.hint).peak})")
+
+
+def _given_relaxation(s: _Solve) -> SolveResult | None:
+    """3b. Given-order class, finite caps, integer costs: the stage relaxation's bound
+    (``proofs.given_relaxation_bound``, ``RELAX_SHARE`` of the time left) as an objective
+    floor; the hint is returned as optimal when the floor meets it."""
+    g = s.graph
+    if not s.gmodel or s.unbounded or INTERRUPTED.is_set() or not all(float(c).is_integer() for c in g.cost):
+        return None
+    from memsched.solvers.remat.proofs import given_relaxation_bound
+
+    t = time.perf_counter()
+    upto = evaluate(g, s.hint).compute - s.baseline
+    s.say("bounds", "given-order stage relaxation")
+    rb = given_relaxation_bound(g, s.B, s.ecaps, upto=upto, hint=s.hint, time_limit=RELAX_SHARE * s.left(),
+                                workers=s.workers, seed=s.seed)
+    s.params["given_relaxation"] = {"extra": rb.extra, "complete": rb.complete, "s": round(time.perf_counter() - t, 3)}
+    s.floor = max(s.floor, rb.lower_bound)
+    if same_value(s.floor, evaluate(g, s.hint).compute, "compute"):
+        return s.result(s.hint, status=Status.OPTIMAL, objective="compute", lower_bound=s.floor,
+                        extra={"time_to_best_s": round(s.hint_time, 3)},
+                        message="the given-order stage relaxation meets the schedule (docs/remat.md)",
+                        stop="the given-order stage relaxation's bound meets the schedule (bound met)")
+    return None
 
 
 def _given_order_slice(s: _Solve) -> None:
@@ -535,9 +566,16 @@ def _stop_words(st: str, s: _Solve) -> str:
 
 # ------------------------------------------------------------------ CP-SAT
 def _add_floor(cp, floor):
-    """The objective floor as a redundant constraint (integer costs only: scaled costs are rounded)."""
+    """The objective floor as the lower end of the objective's domain (integer costs only:
+    scaled costs are rounded): a variable equal to the objective, with that floor, is
+    minimized instead, so that CP-SAT's bound starts at the floor and a schedule that meets
+    it ends the search as optimal (a mere constraint on the sum did not raise its bound)."""
     if cp.objective == "compute" and cp.cost_div < 0 and floor is not None:
-        cp.model.Add(cp.objective_expr >= int(math.ceil(floor / -cp.cost_div - 1e-9)))
+        lo = int(math.ceil(floor / -cp.cost_div - 1e-9))
+        hi = sum(cp.icost[v] * cp.K[v] for v in range(len(cp.K)))
+        objv = cp.model.NewIntVar(lo, max(lo, hi), "objective")
+        cp.model.Add(objv == cp.objective_expr)
+        cp.model.Minimize(objv)
 
 
 def lb_compute(cp, bound, baseline):

@@ -29,7 +29,7 @@ from memsched.solvers.engines.cpsat import solve_cpsat
 from memsched.solvers.remat.budgets import given_peak
 from memsched.solvers.remat.infeasibility import order_lower_bound
 
-__all__ = ["ThresholdBound", "threshold_bound", "hitting_set_bound", "recomputable"]
+__all__ = ["ThresholdBound", "threshold_bound", "hitting_set_bound", "recomputable", "given_relaxation_bound"]
 
 
 @dataclass
@@ -85,7 +85,7 @@ def _restricted_infeasible(graph: Graph, B: int, caps: list[int], order: str, ti
     cp = build_remat_cp(graph, B, caps, objective="compute",
                         fix_order=graph.given_order() if order == "given" else None)
     cp.model.ClearObjective()
-    run = solve_cpsat(cp.model, time_limit=max(0.1, float(time_limit)), workers=max(1, int(workers)), seed=seed,
+    run = solve_cpsat(cp.model, time_limit=max(0.1, float(time_limit)), workers=int(workers), seed=seed,
                       name="remat-threshold")
     _stop_if_interrupted(run)
     if run.status == "infeasible":
@@ -211,4 +211,71 @@ def hitting_set_bound(graph: Graph, B: int, caps, order: str = "free", *, upto: 
         out.checks.append((extra, f"infeasible: core of {len(core)}", took))
         cuts.append(core)
         out.certificates.append(sorted(set(pos) - core))
+    return out
+
+
+def given_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = None, hint=None,
+                           time_limit: float = 10.0, workers: int = 1, seed: int = 0) -> ThresholdBound:
+    """A lower bound on compute for the given-order class from the stage relaxation
+    (``memsched.formulations.remat_given_relax``; docs/remat.md, "Given-order stage
+    relaxation"): every schedule of the class within ``B`` and the finite ``caps`` has
+    compute >= baseline + the relaxation's least extra compute, and CP-SAT's objective bound
+    on the relaxation is below that.
+
+    Parameters
+    ----------
+    upto : float, optional
+        The extra compute of a known schedule of the class within B (the incumbent): the
+        relaxation's optimum is at most that, so ``extra <= upto`` is added as a cut (CP-SAT
+        refuting it would be a bug, raised as SolverDisagreement).
+    hint : Schedule, optional
+        A schedule of the class, hinted to CP-SAT.
+
+    Returns
+    -------
+    ThresholdBound
+        ``extra`` the proven extra compute (0 when nothing was proven), ``complete`` True when
+        CP-SAT solved the relaxation to optimality (or the cut refuted), ``infeasible`` True
+        when the relaxation itself has no solution (no schedule of the class fits B).
+        Without finite caps, or with non-integer costs, the baseline only.
+
+    Complexity
+    ----------
+    O(n^2 + n x tensors) Booleans; bounded by ``time_limit``.
+    """
+    import math
+
+    from memsched.formulations.remat_given_relax import build_given_relaxation
+
+    out = ThresholdBound(baseline=graph.total_cost())
+    if caps is None or any(c is None for c in caps) or not all(float(c).is_integer() for c in graph.cost):
+        return out
+    t0 = time.perf_counter()
+    rx = build_given_relaxation(graph, B, [int(c) for c in caps])
+    cut = upto is not None
+    if cut:
+        rx.model.Add(rx.objective_expr <= int(math.floor(upto / rx.cost_div + 1e-9)))
+    if hint is not None:
+        rx.hint(hint)
+    left = time_limit - (time.perf_counter() - t0)
+    if left < 0.1:
+        return out
+    run = solve_cpsat(rx.model, time_limit=left, workers=int(workers), seed=seed, name="remat-given-relaxation")
+    _stop_if_interrupted(run)
+    took = round(time.perf_counter() - t0, 3)
+    if run.status == "infeasible":
+        if cut:  # the relaxation's optimum above a schedule's extra compute: the relaxation is wrong
+            from memsched.solvers.result import SolverDisagreement
+
+            raise SolverDisagreement(f"given-order relaxation: no solution with extra compute <= {upto:g}, "
+                                     f"though a schedule of the class has it")
+        else:
+            out.infeasible = out.complete = True
+            out.checks.append((0.0, "relaxation infeasible", took))
+        return out
+    bound = run.solver.BestObjectiveBound()
+    if math.isfinite(bound) and bound > 0:
+        out.extra = float(math.ceil(bound - 1e-6) * rx.cost_div)
+    out.complete = run.status == "optimal"
+    out.checks.append((out.extra, f"relaxation {run.status}", took))
     return out

@@ -1,0 +1,81 @@
+"""The given-order stage relaxation (formulations/remat_given_relax.py) is a relaxation:
+judged by the brute-force referee (tests/referee.py) on random tiny graphs,
+
+* its least extra compute never exceeds the referee's optimum of the class "first
+  computations in the given order" (caps 1 and 2), and it is infeasible only when that
+  class is;
+* the referee's optimal schedule (when it recomputes nothing uselessly) is itself a solution
+  of the relaxation (its assignment satisfies every constraint);
+* ``proofs.given_relaxation_bound`` never claims more than the referee's optimum.
+"""
+from __future__ import annotations
+
+from hypothesis import HealthCheck, Phase, given, settings
+
+from memsched.formulations.remat_given_relax import build_given_relaxation
+from memsched.solvers.engines.cpsat import solve_cpsat
+from memsched.solvers.remat.proofs import given_relaxation_bound
+
+from referee import remat
+from referee_strategies import tiny_instances
+
+SET = dict(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
+           phases=[Phase.explicit, Phase.reuse, Phase.generate])
+
+
+def _usable(g, B) -> bool:
+    return B - g.always_resident() >= 0 and all(float(c).is_integer() for c in g.cost)
+
+
+def _relaxation_optimum(g, B, cap):
+    rx = build_given_relaxation(g, B, [cap] * g.n_ops)
+    run = solve_cpsat(rx.model, time_limit=60, workers=1)
+    assert run.status in ("optimal", "infeasible"), run.status
+    return None if run.status == "infeasible" else run.solver.ObjectiveValue() * rx.cost_div
+
+
+@settings(max_examples=60, **SET)
+@given(inst=tiny_instances(max_ops=7))
+def test_relaxation_is_below_the_given_class_optimum(inst):
+    g, B = inst
+    if not _usable(g, B):
+        return
+    base = g.total_cost()
+    for cap in (1, 2):
+        truth = remat(g, B, cap=cap, order="given").compute
+        got = _relaxation_optimum(g, B, cap)
+        if truth is None:
+            continue  # a relaxation may have solutions where the class has none
+        assert got is not None, ("relaxation infeasible but the class has a schedule", cap, truth)
+        assert base + got <= truth + 1e-6, (cap, base + got, truth)
+
+
+@settings(max_examples=40, **SET)
+@given(inst=tiny_instances(max_ops=7))
+def test_the_optimal_schedule_satisfies_the_relaxation(inst):
+    g, B = inst
+    if not _usable(g, B):
+        return
+    ref = remat(g, B, cap=1, order="given")
+    if ref.schedule is None:
+        return
+    rx = build_given_relaxation(g, B, [1] * g.n_ops)
+    if not rx.hint(ref.schedule):
+        return  # a useless recomputation (of a zero-cost operator) has no variable
+    run = solve_cpsat(rx.model, time_limit=60, workers=1, params={"fix_variables_to_their_hinted_value": True})
+    assert run.status in ("optimal", "feasible"), ("the schedule's own assignment violates the relaxation",
+                                                   ref.schedule.to_names(g))
+
+
+@settings(max_examples=30, **SET)
+@given(inst=tiny_instances(max_ops=7))
+def test_the_bound_never_exceeds_the_optimum(inst):
+    g, B = inst
+    if not _usable(g, B):
+        return
+    truth = remat(g, B, cap=1, order="given")
+    upto = None if truth.compute is None else truth.compute - g.total_cost()
+    rb = given_relaxation_bound(g, B, [1] * g.n_ops, upto=upto, hint=truth.schedule, time_limit=30)
+    if truth.compute is not None:
+        assert rb.lower_bound <= truth.compute + 1e-6, (rb.lower_bound, truth.compute)
+        assert not rb.infeasible
