@@ -57,7 +57,7 @@ def solve_cpsat(model, *, time_limit: float, workers: int = 0, seed: int = 0, lo
     p.log_search_progress = bool(log)
     for k, v in (params or {}).items():
         if isinstance(v, (list, tuple)):  # a repeated field (e.g. subsolvers): replaced, not assigned
-            del getattr(p, k)[:]
+            getattr(p, k).clear()
             getattr(p, k).extend(v)
         else:
             setattr(p, k, v)
