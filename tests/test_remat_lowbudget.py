@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import referee
 from memsched.formulations import Graph, evaluate
 from memsched.formulations.schedule import COMPUTE, FREE
-from memsched.solvers.remat.lowbudget import ReachSearch, decide_unbounded, refute_capped
+from memsched.solvers.remat.lowbudget import ReachSearch, decide_unbounded, refute_capped, refute_low_budget
 from strategies import random_graphs, single_output_graphs, valid_schedules
 
 SET = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -176,3 +176,12 @@ def test_the_cap_refutes_what_unbounded_recomputation_allows():
                 found += 1
             break
     assert found >= 5, found
+
+
+@settings(max_examples=800, **SET)
+@given(random_graphs(max_ops=6, max_size=12), st.integers(0, 60), st.sampled_from([None, 0, 1]))
+def test_refute_low_budget_never_wrong(g, B, cap):
+    """The driver's entry point: a reason only where the referee has no schedule with the cap."""
+    why = refute_low_budget(g, B, None if cap is None else [cap] * g.n_ops, time_limit=20)
+    if why is not None:
+        assert referee.remat(g, B, cap).compute is None, why

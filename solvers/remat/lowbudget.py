@@ -28,7 +28,8 @@ from memsched.formulations import Graph, evaluate
 from memsched.formulations.evaluator import ScheduleError
 from memsched.formulations.schedule import COMPUTE, FREE, Schedule
 
-__all__ = ["LowBudget", "ReachSearch", "decide_unbounded", "tree_reach_peaks"]
+__all__ = ["LowBudget", "ReachSearch", "CappedRefuter", "decide_unbounded", "refute_capped", "refute_low_budget",
+           "tree_reach_peaks"]
 
 
 class _Timeout(Exception):
@@ -413,7 +414,7 @@ def _deep(fn):
     threading.stack_size(256 * 1024 * 1024)
     sys.setrecursionlimit(max(lim, 200000))
     try:
-        th = threading.Thread(target=run, name="lowbudget")
+        th = threading.Thread(target=run, name="lowbudget", daemon=True)
         th.start()
         th.join()
     finally:
@@ -634,3 +635,37 @@ def refute_capped(graph: Graph, B: int, caps, time_limit: float = 60.0, assume_b
     what = "the required outputs" if bad == "outputs" else f"operator {g.ops[bad].name!r}: its inputs"
     return LowBudget("infeasible", B, f"{what} cannot be resident together within budget {B} by any schedule "
                      "within the caps (capped backward chain search)", stats=stats, wall_s=time.perf_counter() - t0)
+
+
+def refute_low_budget(graph: Graph, B: int, caps=None, time_limit: float = 10.0) -> str | None:
+    """A reason why no schedule with peak <= B exists, or None (undecided or feasible).
+
+    First the exhaustive backward reachability search (valid with any amount of
+    recomputation, so for every cap) for half the time; then, with finite ``caps``, the
+    capped chain search (valid for those caps) for the rest. Each is a proof when it
+    refutes (docs/remat-low-budgets.md); running out of time proves nothing."""
+    t0 = time.perf_counter()
+    rs = ReachSearch(graph, B, time_limit=time_limit / 2)
+    g = graph
+
+    def run():
+        for v in sorted(range(g.n_ops), key=lambda v: -rs.m(rs.inmask[v] | rs.outmask[v])):
+            if rs.m(rs.inmask[v] | rs.outmask[v]) + g.workspace[v] > B or not rs.reach(rs.inmask[v]):
+                return f"operator {g.ops[v].name!r}: no schedule has its inputs resident together within budget {B}"
+        if not rs.reach(sum(1 << j for j in g.output_idx)):
+            return f"the required outputs cannot be resident together within budget {B}"
+        return None
+
+    try:
+        why = _deep(run)
+    except _Timeout:
+        why = None
+    if why:
+        return why + " (exhaustive backward reachability search, any recomputation)"
+    if caps is None or any(c is None for c in caps):
+        return None
+    left = time_limit - (time.perf_counter() - t0)
+    if left <= 0.05:
+        return None
+    r = refute_capped(graph, B, caps, time_limit=left)
+    return r.reason if r.status == "infeasible" else None
