@@ -349,6 +349,10 @@ def _first_schedule(s: _Solve) -> SolveResult | None:
     if s.fits(s.hint):
         return None
     g = s.graph
+    from memsched.solvers.remat.lowbudget import refute_low_budget  # docs/remat-low-budgets.md
+    why = refute_low_budget(g, s.B, None if s.unbounded else s.caps, time_limit=min(10.0, 0.1 * s.left()))
+    if why:
+        return s.infeasible(why, proof="local", stop="proved infeasible by the backward reachability search")
     phases = ((("phase 1 (given order)", g.given_order(), 0.95),) if s.gmodel else
               (("phase 1a (fixed order)", s.best_order, 0.3), ("phase 1b (free order)", None, 0.95)))
     for label, fix, share in phases:
