@@ -185,3 +185,17 @@ def test_refute_low_budget_never_wrong(g, B, cap):
     why = refute_low_budget(g, B, None if cap is None else [cap] * g.n_ops, time_limit=20)
     if why is not None:
         assert referee.remat(g, B, cap).compute is None, why
+
+
+def test_the_cp_driver_uses_the_refutation():
+    """A 16-operator random DAG at a budget the depth-6 pebbling bound does not refute but the
+    exhaustive search does: the CP driver (cap 1) ends infeasible with that reason."""
+    from memsched.instances.generators import random_dag
+    from memsched.solvers.remat.dispatch import solve_remat
+    from memsched.solvers.remat.infeasibility import local_infeasibility, pebbling_infeasibility
+
+    g = random_dag(16, 22, edge_prob=0.3, max_size=20)
+    assert local_infeasibility(g, 76) is None and pebbling_infeasibility(g, 76) is None
+    assert referee.remat(g, 76, None, max_states=5_000_000).compute is None
+    r = solve_remat(g, 76, method="cp", cap=1, time_limit=60, workers=1)
+    assert r.status == "infeasible" and "exhaustive backward reachability search" in r.message
