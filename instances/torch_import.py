@@ -208,12 +208,178 @@ def _node_flops(target, args, kwargs) -> int:
         return 0
 
 
+class _Importer:
+    """Walks the ATen-level FX graph once, running each node on the example values, and
+    collects the memsched operators and tensors (see the module docstring): one method
+    per node kind. Views and ``getitem`` make no operator; they record which tensors
+    (``alias_of``) the node's value stands for."""
+
+    def __init__(self, values, kinds, labels, measure_workspace: bool):
+        self.values, self.kinds, self.labels = values, kinds, labels
+        self.measure_workspace = measure_workspace
+        self.env: dict = {}  # FX node name -> value
+        self.storage_tensor: dict[int, str] = {}  # storage ptr -> tensor name (live storages)
+        self.tensors: list[Tensor] = []
+        self.ops: list[Operator] = []
+        self.pinned: set[str] = set()
+        self.op_node: dict[str, str] = {}
+        self.node_tensors: dict[str, list] = {}
+        self.placeholder_tensor: dict[str, str] = {}
+        self.view_nodes: set[str] = set()
+        self.multi_nodes: set[str] = set()
+        self.input_specs: dict[str, tuple] = {}
+        self.alias_of: dict[str, list] = {}  # node -> per-position tensor names
+        self.outputs: list[str] = []
+        self.ph = 0
+
+    def names_of(self, arg) -> list[str]:
+        """The tensor names an FX argument (nested lists, kwargs) refers to, in order, once each."""
+        from torch.fx.node import map_arg
+
+        names: list[str] = []
+
+        def visit(a):
+            for t in self.alias_of.get(getattr(a, "name", None), ()):
+                if t is not None and t not in names:
+                    names.append(t)
+            return a
+        map_arg(arg, visit)
+        return names
+
+    def node(self, n) -> None:
+        from torch.fx.node import map_arg
+
+        if n.op == "placeholder":
+            return self.placeholder(n)
+        if n.op == "output":
+            self.outputs.extend(t for t in self.names_of(n.args[0]) if t not in self.outputs)
+            return
+        if n.op != "call_function":
+            raise TorchImportError(f"FX node {n.name!r}: unsupported node kind {n.op!r}")
+        args = map_arg(n.args, lambda a: self.env[a.name])
+        kwargs = map_arg(n.kwargs, lambda a: self.env[a.name])
+        if n.target is operator.getitem:
+            return self.getitem(n, args)
+        self.call(n, args, kwargs)
+
+    def placeholder(self, n) -> None:
+        """A graph input (kind "input") or a parameter/buffer (pinned)."""
+        v, kind = self.values[self.ph], self.kinds[self.ph]
+        tname = n.name
+        self.tensors.append(Tensor(tname, _storage_bytes(v)))
+        if kind != "input":
+            self.pinned.add(tname)
+        self.input_specs[tname] = (tuple(v.shape), str(v.dtype).replace("torch.", ""), kind, self.labels[self.ph])
+        self.placeholder_tensor[n.name] = tname
+        self.storage_tensor[_storage_key(v)] = tname
+        self.alias_of[n.name] = [tname]
+        self.env[n.name] = v
+        self.ph += 1
+
+    def getitem(self, n, args) -> None:
+        """An item of a multi-output operator (that output's tensor) or of a view's result
+        (whatever the view aliases)."""
+        src = n.args[0]
+        self.env[n.name] = args[0][args[1]]
+        if src.name in self.node_tensors:
+            self.alias_of[n.name] = [self.node_tensors[src.name][args[1]]]
+        else:
+            self.alias_of[n.name] = list(self.alias_of[src.name])
+
+    def call(self, n, args, kwargs) -> None:
+        """Run the node; a view when every output shares an input's storage, else an
+        allocating operator with one tensor per new storage."""
+        in_tensors = self.names_of((n.args, n.kwargs))
+        in_storages = {_storage_key(t) for t in _flat_tensors([args, list(kwargs.values())])}
+        before = _alloc_probe_start() if self.measure_workspace else None
+        val = n.target(*args, **kwargs)
+        trans = _alloc_probe_stop(before) if self.measure_workspace else None
+        self.env[n.name] = val
+        outs = _flat_tensors(val)
+
+        def shares(o):
+            return _storage_key(o) in in_storages and o.untyped_storage().nbytes() > 0
+        aliased = [o for o in outs if shares(o)]
+        fresh = [o for o in outs if not shares(o)]
+        if outs and not fresh:  # a view: consumers read the base tensors
+            self.view_nodes.add(n.name)
+            self.alias_of[n.name] = [self.storage_tensor[_storage_key(o)] for o in aliased]
+            return
+        if aliased:
+            raise TorchImportError(f"FX node {n.name!r} ({n.target}): returns both views and new tensors")
+        multi = isinstance(val, (list, tuple))
+        per_pos, out_names = self.new_tensors(n, val if multi else [val], multi)
+        ws = 0 if trans is None else max(0, trans[0] - sum(_storage_bytes(o) for o in fresh))
+        flops = _node_flops(n.target, args, kwargs)
+        cost = float(flops) if flops > 0 else float(sum(o.numel() for o in fresh) or 1)
+        self.ops.append(Operator(n.name, tuple(in_tensors), tuple(out_names), cost, ws))
+        self.op_node[n.name] = n.name
+        self.node_tensors[n.name] = per_pos
+        if multi:
+            self.multi_nodes.add(n.name)
+        self.alias_of[n.name] = per_pos if multi else [per_pos[0]]
+
+    def new_tensors(self, n, items, multi: bool) -> tuple[list, list[str]]:
+        """(tensor name per output position (None: not a tensor), the new tensor names):
+        one tensor per distinct output storage; an operator without a tensor result gets
+        an empty output so it stays an operator."""
+        torch = _torch()
+        per_pos: list[str | None] = []
+        out_names: list[str] = []
+        for k, item in enumerate(items):
+            if not isinstance(item, torch.Tensor):
+                per_pos.append(None)
+                continue
+            key = _storage_key(item)
+            if key in self.storage_tensor and self.storage_tensor[key] in out_names:
+                per_pos.append(self.storage_tensor[key])
+                continue
+            tname = f"{n.name}.{k}" if multi else n.name
+            self.tensors.append(Tensor(tname, _storage_bytes(item)))
+            self.storage_tensor[key] = tname
+            out_names.append(tname)
+            per_pos.append(tname)
+        if not out_names:
+            tname = f"{n.name}.none"
+            self.tensors.append(Tensor(tname, 0))
+            out_names.append(tname)
+        return per_pos, out_names
+
+    def graph(self, model, training: bool, name: str) -> Graph:
+        meta = {"source": "torch.fx make_fx (ATen)", "model": type(model).__name__, "training": training,
+                "input_specs": {k: list(v) for k, v in self.input_specs.items()}, "fx_view_nodes": len(self.view_nodes),
+                "cost_unit": "FLOPs (output elements for ops without a FLOP formula)",
+                "workspace": "measured allocator high-water mark above the outputs"}
+        return Graph(self.ops, self.tensors, pinned=frozenset(self.pinned), outputs=tuple(self.outputs),
+                     order=tuple(o.name for o in self.ops), name=name, meta=meta)
+
+
 def import_model(model, example_inputs, *, training: bool = False, name: str | None = None,
                  measure_workspace: bool = True, threads: int = 1) -> ImportedModel:
-    """Trace ``model`` on ``example_inputs`` (a tuple of tensors) into a memsched Graph.
-    See the module docstring. Deterministic for a fixed model and inputs."""
+    """Trace ``model`` on ``example_inputs`` into a memsched Graph (module docstring).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    example_inputs : tuple of torch.Tensor
+    training : bool
+        Trace one training step (forward, loss, backward, parameter gradients) instead of
+        inference.
+    name : str, optional
+        The graph's name (default: the model's class name, ``_train`` appended when training).
+    measure_workspace : bool
+        Measure each operator's transient workspace with the allocator probe.
+    threads : int
+        torch threads while tracing (1: deterministic FLOP and workspace figures).
+
+    Returns
+    -------
+    ImportedModel
+        The graph and the maps from its operators and tensors back to the FX graph.
+
+    Deterministic for a fixed model and inputs. O(FX nodes) plus running every node once.
+    """
     torch = _torch()
-    from torch.fx.node import map_arg
 
     torch.set_num_threads(threads)
     model = _prepare_module(model, training)
@@ -221,127 +387,11 @@ def import_model(model, example_inputs, *, training: bool = False, name: str | N
     gm, values, kinds, labels = _trace(model, example_inputs, training)
     _functionalize_inplace(gm)
     name = name or f"{type(model).__name__}{'_train' if training else ''}"
-
-    env: dict = {}
-    storage_tensor: dict[int, str] = {}  # storage ptr -> tensor name (live storages)
-    tensors: list[Tensor] = []
-    ops: list[Operator] = []
-    pinned: set[str] = set()
-    op_node: dict[str, str] = {}
-    node_tensors: dict[str, list] = {}
-    placeholder_tensor: dict[str, str] = {}
-    view_nodes: set[str] = set()
-    multi_nodes: set[str] = set()
-    input_specs: dict[str, tuple] = {}
-    alias_of: dict[str, object] = {}  # view / getitem node -> per-position tensor names
-    ph = 0
-    outputs: list[str] = []
-
-    def tensor_names_of(arg) -> list[str]:
-        names: list[str] = []
-
-        def visit(a):
-            if hasattr(a, "name") and a.name in alias_of:
-                for t in alias_of[a.name]:
-                    if t is not None and t not in names:
-                        names.append(t)
-            return a
-        map_arg(arg, visit)
-        return names
-
+    imp = _Importer(values, kinds, labels, measure_workspace)
     for n in gm.graph.nodes:
-        if n.op == "placeholder":
-            v = values[ph]
-            tname = n.name
-            tensors.append(Tensor(tname, _storage_bytes(v)))
-            if kinds[ph] != "input":
-                pinned.add(tname)
-            input_specs[tname] = (tuple(v.shape), str(v.dtype).replace("torch.", ""), kinds[ph], labels[ph])
-            placeholder_tensor[n.name] = tname
-            storage_tensor[_storage_key(v)] = tname
-            alias_of[n.name] = [tname]
-            env[n.name] = v
-            ph += 1
-            continue
-        if n.op == "output":
-            for t in tensor_names_of(n.args[0]):
-                if t not in outputs:
-                    outputs.append(t)
-            continue
-        if n.op != "call_function":
-            raise TorchImportError(f"FX node {n.name!r}: unsupported node kind {n.op!r}")
-        args = map_arg(n.args, lambda a: env[a.name])
-        kwargs = map_arg(n.kwargs, lambda a: env[a.name])
-        if n.target is operator.getitem:
-            src = n.args[0]
-            val = args[0][args[1]]
-            env[n.name] = val
-            per = alias_of[src.name]
-            if src.name in node_tensors:  # item of a multi-output operator
-                alias_of[n.name] = [node_tensors[src.name][args[1]]]
-            else:  # item of a view's result: aliases whatever the view aliases
-                alias_of[n.name] = list(per)
-            continue
-        in_tensors = tensor_names_of((n.args, n.kwargs))
-        in_storages = {_storage_key(t) for t in _flat_tensors([args, list(kwargs.values())])}
-        before = None
-        if measure_workspace:
-            before = _alloc_probe_start()
-        val = n.target(*args, **kwargs)
-        trans = _alloc_probe_stop(before) if measure_workspace else None
-        env[n.name] = val
-        outs = _flat_tensors(val)
-        aliased = [o for o in outs if _storage_key(o) in in_storages and o.untyped_storage().nbytes() > 0]
-        fresh = [o for o in outs if not (_storage_key(o) in in_storages and o.untyped_storage().nbytes() > 0)]
-        if outs and not fresh:
-            # a view: consumers read the base tensors
-            view_nodes.add(n.name)
-            alias_of[n.name] = [storage_tensor[_storage_key(o)] for o in aliased]
-            continue
-        if aliased:
-            raise TorchImportError(f"FX node {n.name!r} ({n.target}): returns both views and new tensors")
-        # an allocating operator: one tensor per distinct output storage
-        per_pos: list[str | None] = []
-        out_names: list[str] = []
-        items = val if isinstance(val, (list, tuple)) else [val]
-        multi = isinstance(val, (list, tuple))
-        for k, item in enumerate(items):
-            if not isinstance(item, torch.Tensor):
-                per_pos.append(None)
-                continue
-            key = _storage_key(item)
-            if key in storage_tensor and storage_tensor[key] in out_names:
-                per_pos.append(storage_tensor[key])
-                continue
-            tname = f"{n.name}.{k}" if multi else n.name
-            tensors.append(Tensor(tname, _storage_bytes(item)))
-            storage_tensor[key] = tname
-            out_names.append(tname)
-            per_pos.append(tname)
-        if not out_names:  # no tensor result: give it an empty output so it is an operator
-            tname = f"{n.name}.none"
-            tensors.append(Tensor(tname, 0))
-            out_names.append(tname)
-        out_bytes = sum(_storage_bytes(o) for o in fresh)
-        ws = 0
-        if trans is not None:
-            ws = max(0, trans[0] - out_bytes)
-        flops = _node_flops(n.target, args, kwargs)
-        cost = float(flops) if flops > 0 else float(sum(o.numel() for o in fresh) or 1)
-        ops.append(Operator(n.name, tuple(in_tensors), tuple(out_names), cost, ws))
-        op_node[n.name] = n.name
-        node_tensors[n.name] = per_pos
-        if multi:
-            multi_nodes.add(n.name)
-        alias_of[n.name] = per_pos if multi else [per_pos[0]]
-    meta = {"source": "torch.fx make_fx (ATen)", "model": type(model).__name__, "training": training,
-            "input_specs": {k: list(v) for k, v in input_specs.items()}, "fx_view_nodes": len(view_nodes),
-            "cost_unit": "FLOPs (output elements for ops without a FLOP formula)",
-            "workspace": "measured allocator high-water mark above the outputs"}
-    g = Graph(ops, tensors, pinned=frozenset(pinned), outputs=tuple(outputs), order=tuple(o.name for o in ops),
-              name=name, meta=meta)
-    return ImportedModel(g, gm, op_node, placeholder_tensor, node_tensors, view_nodes, input_specs, training,
-                         multi_nodes)
+        imp.node(n)
+    return ImportedModel(imp.graph(model, training, name), gm, imp.op_node, imp.placeholder_tensor,
+                         imp.node_tensors, imp.view_nodes, imp.input_specs, training, imp.multi_nodes)
 
 
 # ---------------------------------------------------------------- allocator probe

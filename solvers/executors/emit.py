@@ -271,10 +271,44 @@ def _finish():
                        "allocation step" % _DOMAIN}
 '''
 
-_TORCH = r'''
-import torch
+# The torch CPU allocation probe of emitted programs (emit's torch backend and the FX
+# programs): the profiler core that torch.profiler.profile(profile_memory=True) drives,
+# without the Python wrapper's post-processing; only allocation events are read back.
+PROFILER_SRC = r'''
 from torch._C._profiler import ProfilerActivity, _ExperimentalConfig
 from torch.autograd import ProfilerConfig, ProfilerState, _disable_profiler, _enable_profiler, _prepare_profiler
+
+
+def _profiler_start():
+    cfg = ProfilerConfig(ProfilerState.KINETO, False, True, False, False, False, _ExperimentalConfig())
+    _prepare_profiler(cfg, {ProfilerActivity.CPU})
+    _enable_profiler(cfg, {ProfilerActivity.CPU})
+
+
+def _walk(node, out):
+    f = node.extra_fields
+    if type(f).__name__ == "_ExtraFields_Allocation":
+        out.append((node.start_time_ns, f))
+    for c in node.children:
+        _walk(c, out)
+
+
+def _profiler_peak():
+    """(peak, allocation events): the allocator's running total, made relative to the
+    total before the first event (a program run after another one in the same process
+    measures only itself)."""
+    result = _disable_profiler()
+    allocs = []
+    for root in result.experimental_event_tree():
+        _walk(root, allocs)
+    allocs.sort(key=lambda tf: tf[0])
+    base = int(allocs[0][1].total_allocated) - int(allocs[0][1].alloc_size) if allocs else 0
+    return max([0] + [int(f.total_allocated) - base for _, f in allocs]), len(allocs)
+'''
+
+_TORCH = r'''
+import torch
+''' + PROFILER_SRC + r'''
 
 _DEV = torch.device(DEVICE)
 _EMPTY = torch.empty(0, dtype=torch.uint8, device=_DEV)
@@ -292,11 +326,7 @@ def _start():
         s = torch.cuda.memory_stats()
         _PROF[1] = [int(s.get(k + ".all.current", 0)) for k in ("requested_bytes", "allocated_bytes", "reserved_bytes")]
     else:
-        # the profiler core (what torch.profiler.profile(profile_memory=True) drives), without
-        # the Python wrapper's post-processing: only allocation events are read back
-        cfg = ProfilerConfig(ProfilerState.KINETO, False, True, False, False, False, _ExperimentalConfig())
-        _prepare_profiler(cfg, {ProfilerActivity.CPU})
-        _enable_profiler(cfg, {ProfilerActivity.CPU})
+        _profiler_start()
 
 def _mark():
     pass
@@ -330,13 +360,6 @@ def _ptr(a):
 
 _kernel_guarded = None
 
-def _walk(node, out):
-    f = node.extra_fields
-    if type(f).__name__ == "_ExtraFields_Allocation":
-        out.append((node.start_time_ns, f))
-    for c in node.children:
-        _walk(c, out)
-
 def _finish():
     if _DEV.type == "cuda":
         torch.cuda.synchronize()
@@ -348,16 +371,8 @@ def _finish():
         return {"realized_peak": req, "allocated_peak": alloc, "reserved_peak": resv,
                 "measure": "torch.cuda.memory_stats: requested_bytes.all.peak (exact requested bytes; "
                            "allocated_bytes/reserved_bytes peaks beside it), relative to before the first event"}
-    result = _disable_profiler()
-    allocs = []
-    for root in result.experimental_event_tree():
-        _walk(root, allocs)
-    # the allocator's running total; made relative to the total before the first event so
-    # that a program run after another one in the same process measures only itself
-    allocs.sort(key=lambda tf: tf[0])
-    base = int(allocs[0][1].total_allocated) - int(allocs[0][1].alloc_size) if allocs else 0
-    peak = max([0] + [int(f.total_allocated) - base for _, f in allocs])
-    return {"realized_peak": peak, "allocation_events": len(allocs),
+    peak, events = _profiler_peak()
+    return {"realized_peak": peak, "allocation_events": events,
             "measure": "torch.profiler allocation events, max total_allocated"}
 '''
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from memsched.formulations import Schedule, evaluate
 from memsched.formulations.schedule import COMPUTE
 from memsched.instances.torch_import import ImportedModel, TorchImportError, _torch
+from memsched.solvers.executors.emit import PROFILER_SRC
 
 __all__ = ["emit_fx_program", "run_fx_schedule", "run_fx_schedules", "alloc_shim", "ALLOC_SHIM_C"]
 
@@ -197,8 +198,7 @@ def _target_expr(target) -> str:
 _FX_PRELUDE = r'''
 import hashlib, json, operator, time
 import torch
-from torch._C._profiler import ProfilerActivity, _ExperimentalConfig
-from torch.autograd import ProfilerConfig, ProfilerState, _disable_profiler, _enable_profiler, _prepare_profiler
+''' + PROFILER_SRC + r'''
 
 torch.set_num_threads(THREADS)
 _GEN = torch.Generator().manual_seed(0)
@@ -215,14 +215,6 @@ def _gen(shape, dtype, seed):
     return torch.zeros(shape, dtype=dt)
 
 
-def _walk(node, out):
-    f = node.extra_fields
-    if type(f).__name__ == "_ExtraFields_Allocation":
-        out.append((node.start_time_ns, f))
-    for c in node.children:
-        _walk(c, out)
-
-
 import ctypes
 
 _LIBC = ctypes.CDLL(None)
@@ -237,23 +229,15 @@ def _start():
     if _SHIM:
         _LIBC.memsched_shim_reset_peak()
         _BASE[:] = [_LIBC.memsched_shim_c10_current(), _LIBC.memsched_shim_all_current()]
-    cfg = ProfilerConfig(ProfilerState.KINETO, False, True, False, False, False, _ExperimentalConfig())
-    _prepare_profiler(cfg, {ProfilerActivity.CPU})
-    _enable_profiler(cfg, {ProfilerActivity.CPU})
+    _profiler_start()
 
 
 def _finish():
     if _SHIM:
         c10 = _LIBC.memsched_shim_c10_peak() - _BASE[0]
         every = _LIBC.memsched_shim_all_peak() - _BASE[1]
-    result = _disable_profiler()
-    allocs = []
-    for root in result.experimental_event_tree():
-        _walk(root, allocs)
-    allocs.sort(key=lambda tf: tf[0])
-    base = int(allocs[0][1].total_allocated) - int(allocs[0][1].alloc_size) if allocs else 0
-    peak = max([0] + [int(f.total_allocated) - base for _, f in allocs])
-    res = {"realized_peak_profiler": peak, "allocation_events": len(allocs)}
+    peak, events = _profiler_peak()
+    res = {"realized_peak_profiler": peak, "allocation_events": events}
     if _SHIM:
         res.update(realized_peak=int(c10), aligned_peak_all=int(every), independent=True,
                    shim_overflow=bool(_LIBC.memsched_shim_overflow()),
