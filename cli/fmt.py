@@ -103,25 +103,15 @@ def _flush_c_stdio() -> None:
 
 
 def byte_unit(max_bytes) -> tuple[float, str]:
-    """(divisor, unit) for an axis whose largest value is ``max_bytes``: B, KiB, MiB, GiB, TiB."""
-    x, div = float(max_bytes or 0), 1.0
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(x) < 1024 or unit == "TiB":
-            return div, unit
-        x /= 1024
-        div *= 1024
-    return div, "TiB"
+    """(divisor, unit) for a bytes axis: the one implementation,
+    :func:`memsched.solvers.harness.plots.byte_unit` (loaded when a plot is drawn)."""
+    from memsched.solvers.harness.plots import byte_unit as unit
+
+    return unit(max_bytes)
 
 
 def distinct_colors(n: int) -> list:
-    """``n`` distinct colours (tab10 up to 10, tab20 up to 20, then a sampled hue circle)."""
-    import matplotlib
+    """``n`` distinct colours: :func:`memsched.solvers.harness.plots.distinct_colors`."""
+    from memsched.solvers.harness.plots import distinct_colors as colors
 
-    if n <= 10:
-        cmap = matplotlib.colormaps["tab10"]
-        return [cmap(i) for i in range(n)]
-    if n <= 20:
-        cmap = matplotlib.colormaps["tab20"]
-        return [cmap(i) for i in range(n)]
-    cmap = matplotlib.colormaps["hsv"]
-    return [cmap(i / n) for i in range(n)]
+    return colors(n)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-__all__ = ["all_plots", "plot_timeline", "plot_pareto", "plot_cert_gap", "plot_feasibility"]
+__all__ = ["all_plots", "plot_timeline", "plot_pareto", "plot_cert_gap", "plot_feasibility", "byte_unit",
+           "distinct_colors", "front"]
 
 
 def _plt():
@@ -18,19 +19,19 @@ def _plt():
     return plt
 
 
-def _unit(max_bytes) -> tuple[float, str]:
-    """(divisor, unit) for a bytes axis: B, KiB, MiB, GiB."""
+def byte_unit(max_bytes) -> tuple[float, str]:
+    """(divisor, unit) for an axis whose largest value is ``max_bytes``: B, KiB, MiB, GiB, TiB."""
     x, div = float(max_bytes or 0), 1.0
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(x) < 1024 or unit == "GiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(x) < 1024 or unit == "TiB":
             return div, unit
         x /= 1024
         div *= 1024
-    return div, "GiB"
+    return div, "TiB"
 
 
-def _colors(n: int) -> list:
-    """n distinct colours (tab10, tab20, then a hue circle)."""
+def distinct_colors(n: int) -> list:
+    """``n`` distinct colours (tab10 up to 10, tab20 up to 20, then a sampled hue circle)."""
     import matplotlib
 
     name = "tab10" if n <= 10 else "tab20" if n <= 20 else "hsv"
@@ -60,9 +61,9 @@ def plot_timeline(graph, runs: list[tuple[str, object]], path: Path, bound=None,
 
     plt = _plt()
     evs = [(label, evaluate(graph, sched)) for label, sched in runs]
-    div, unit = _unit(max([ev.peak for _, ev in evs] + [bound or 0, budget or 0, 1]))
+    div, unit = byte_unit(max([ev.peak for _, ev in evs] + [bound or 0, budget or 0, 1]))
     fig, ax = plt.subplots(figsize=(8, 3.6))
-    for (label, ev), col in zip(evs, _colors(len(evs))):
+    for (label, ev), col in zip(evs, distinct_colors(len(evs))):
         ys = [(y / div) for y in [ev.initial] + ev.timeline]
         ax.step(range(len(ys)), ys, where="post", label=f"{label} (peak {ev.peak / div:.4g} {unit})", lw=1.2,
                 color=col)
@@ -101,7 +102,7 @@ def plot_pareto(rows: list[dict], path: Path, max_instances: int = 6) -> Path | 
     cols = min(3, n)
     fig, axes = plt.subplots(math.ceil(n / cols), cols, figsize=(4 * cols, 3.2 * math.ceil(n / cols)), squeeze=False)
     solvers = sorted({s for _, s in pts})
-    color = dict(zip(solvers, _colors(len(solvers))))
+    color = dict(zip(solvers, distinct_colors(len(solvers))))
     for ax, inst in zip(axes.flat, insts):
         for (i, s), xy in sorted(pts.items()):
             if i != inst:
@@ -131,7 +132,7 @@ def plot_cert_gap(cells, path: Path) -> Path | None:
         return None
     plt = _plt()
     fams = sorted({(f, p) for f, p, _, _ in items})
-    color = dict(zip(fams, _colors(len(fams))))
+    color = dict(zip(fams, distinct_colors(len(fams))))
     fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.24 * len(items)))
     ys = list(range(len(items)))[::-1]
     ax.barh(ys, [g for *_, g in items], color=[color[(f, p)] for f, p, _, _ in items], height=0.7)
