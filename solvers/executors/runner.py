@@ -61,23 +61,30 @@ def _env(extra: dict | None) -> dict:
     return dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), **(extra or {}))
 
 
+def _run_python(d: str, script: Path, args: list[str], *, marker: str, what: str, timeout: float,
+                env: dict | None):
+    """Run ``script`` with this Python in directory ``d`` and return the JSON after the last
+    line of its stdout that starts with ``marker``; ExecutionFailed (naming ``what``, with
+    the tail of stderr) when it runs past ``timeout`` or prints no such line."""
+    try:
+        cp = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=timeout,
+                            cwd=d, env=_env(env))
+    except subprocess.TimeoutExpired:
+        raise ExecutionFailed(f"{what} ran past {timeout} s") from None
+    for line in reversed(cp.stdout.splitlines()):
+        if line.startswith(marker + " "):
+            return json.loads(line[len(marker) + 1:])
+    tail = "\n".join((cp.stderr or "").strip().splitlines()[-15:])
+    raise ExecutionFailed(f"{what} exited with status {cp.returncode} and no result:\n{tail}")
+
+
 def run_program(source: str, *, timeout: float = 600.0, env: dict | None = None) -> dict:
     """Write ``source`` to a file, run it with this Python (``env``: extra environment
     variables), return its MEMSCHED-RESULT JSON."""
     with tempfile.TemporaryDirectory(prefix="memsched-run-") as d:
         path = Path(d) / "prog.py"
         path.write_text(source)
-        env = _env(env)
-        try:
-            cp = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=timeout,
-                                cwd=d, env=env)
-        except subprocess.TimeoutExpired:
-            raise ExecutionFailed(f"emitted program ran past {timeout} s") from None
-    for line in reversed(cp.stdout.splitlines()):
-        if line.startswith("MEMSCHED-RESULT "):
-            return json.loads(line[len("MEMSCHED-RESULT "):])
-    tail = "\n".join((cp.stderr or "").strip().splitlines()[-15:])
-    raise ExecutionFailed(f"emitted program exited with status {cp.returncode} and no result:\n{tail}")
+        return _run_python(d, path, [], marker="MEMSCHED-RESULT", what="emitted program", timeout=timeout, env=env)
 
 
 def _suggest_scale(graph: Graph, schedule: Schedule, max_bytes: int) -> int:
@@ -122,17 +129,8 @@ def run_programs(sources: list[str], *, timeout: float = 600.0, isolate: bool = 
             paths.append(str(p))
         drv = Path(d) / "driver.py"
         drv.write_text(_BATCH_DRIVER)
-        env = _env(env)
-        try:
-            cp = subprocess.run([sys.executable, str(drv), *paths], capture_output=True, text=True,
-                                timeout=timeout, cwd=d, env=env)
-        except subprocess.TimeoutExpired:
-            raise ExecutionFailed(f"emitted programs ran past {timeout} s") from None
-    for line in reversed(cp.stdout.splitlines()):
-        if line.startswith("MEMSCHED-RESULTS "):
-            return json.loads(line[len("MEMSCHED-RESULTS "):])
-    tail = "\n".join((cp.stderr or "").strip().splitlines()[-15:])
-    raise ExecutionFailed(f"emitted programs exited with status {cp.returncode} and no result:\n{tail}")
+        return _run_python(d, drv, paths, marker="MEMSCHED-RESULTS", what="emitted programs", timeout=timeout,
+                           env=env)
 
 
 def _prepare(graph: Graph, schedule: Schedule, backend: str, device: str, arena: bool, scale: int,
