@@ -266,7 +266,7 @@ class ReachSearch:
             self.bad.append(S)
             self.pruned += 1
             return False
-        if not self.calls & 255 and time.perf_counter() > self.deadline:
+        if not self.calls & 15 and time.perf_counter() > self.deadline:
             raise _Timeout
         if self.witnesses and self.witness(S):
             self.memo[S] = ("w",)
@@ -578,7 +578,7 @@ class CappedRefuter:
         if self.plain_fits(S, cnt):
             return True
         self.calls += 1
-        if not self.calls & 255 and time.perf_counter() > self.deadline:
+        if not self.calls & 15 and time.perf_counter() > self.deadline:
             raise _Timeout
         if rs.order_bound(S) > B:
             self.failed.setdefault(S, []).append(0)
