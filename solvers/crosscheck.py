@@ -132,68 +132,92 @@ def find_disagreements(graph: Graph, rows: list[Row], *, budget: int | None, ord
                        reference_hash_method: str = "given", order: str = "free") -> list[str]:
     """Every inconsistency between the rows, as human-readable messages (empty = all agree).
 
-    Re-evaluates every schedule with the evaluator and fills ``row.peak``/``row.compute``."""
+    Re-evaluates every schedule with the evaluator and fills ``row.peak``/``row.compute``.
+    A pure function of the rows (and the graph, budget and order bound): schedules against
+    the evaluator and the budget, realized against modeled peaks, output hashes against
+    the reference method's, and every optimality, infeasibility and bound claim against
+    the best valid row of its problem. O(rows x (events + rows))."""
     out: list[str] = []
     for r in rows:
-        if r.schedule is None:
-            continue
-        try:
-            ev = evaluate(graph, r.schedule)
-        except ScheduleError as e:
-            out.append(f"{r.method}: its schedule is invalid: {e}")
-            r.peak = r.compute = None
-            continue
-        r.peak, r.compute = ev.peak, ev.compute
-        if r.claimed_peak is not None and r.claimed_peak != ev.peak:
-            out.append(f"{r.method}: claims peak {r.claimed_peak} but the evaluator finds {ev.peak}")
-        if r.claimed_compute is not None and not _same_cost(r.claimed_compute, ev.compute):
-            out.append(f"{r.method}: claims compute {r.claimed_compute} but the evaluator finds {ev.compute}")
-        if r.problem == "order" and not r.schedule.is_plain_order():
-            out.append(f"{r.method}: an ordering result recomputes an operator")
-        if r.problem == "remat" and budget is not None and ev.peak > budget and r.status != "infeasible":
-            out.append(f"{r.method}: peak {ev.peak} exceeds the budget {budget}")
-        for where, m in r.realized.items():
-            modeled = ev.peak if m.get("scale", 1) == 1 else m.get("modeled_peak")
-            if where.endswith(":cpu") and m.get("realized_peak") != modeled:
-                out.append(f"{r.method}: realized peak {m.get('realized_peak')} on {where} != modeled {modeled}"
-                           + (f" (sizes / {m['scale']})" if m.get("scale", 1) > 1 else ""))
-
-    # output hashes: every run must produce the same outputs as the reference
-    ref = next((r for r in rows if r.method == reference_hash_method and r.realized), None) or \
-        next((r for r in rows if r.realized), None)
-    if ref is not None:
-        for where, m in ref.realized.items():
-            h0 = m.get("output_hash")
-            for r in rows:
-                m2 = r.realized.get(where)
-                if m2 is not None and m2.get("output_hash") != h0:
-                    out.append(f"{r.method}: output hash on {where} differs from {ref.method}'s "
-                               f"({str(m2.get('output_hash'))[:12]} vs {str(h0)[:12]})")
-
-    # optimality and bounds, per problem
+        out += _judge(graph, r, budget)
+    out += _hash_disagreements(rows, reference_hash_method)
     for problem, key in (("order", "peak"), ("remat", "compute")):
-        valid = [r for r in rows if r.problem == problem and r.feasible and getattr(r, key) is not None
-                 and (problem == "order" or budget is None or r.peak <= budget)
-                 and (problem == "order" or order == "free" or first_computations_follow(graph, r.schedule))]
-        if not valid:
-            continue
-        best = min(valid, key=lambda r: getattr(r, key))
-        best_v = getattr(best, key)
+        out += _claim_disagreements(graph, rows, problem, key, budget=budget, order=order,
+                                    order_lower_bound=order_lower_bound)
+    return out
+
+
+def _judge(graph: Graph, r: Row, budget: int | None) -> list[str]:
+    """One row against the evaluator: its validity, its claimed figures, its problem's
+    rules (no recomputation in an order, the budget) and its realized peaks."""
+    if r.schedule is None:
+        return []
+    try:
+        ev = evaluate(graph, r.schedule)
+    except ScheduleError as e:
+        r.peak = r.compute = None
+        return [f"{r.method}: its schedule is invalid: {e}"]
+    out = []
+    r.peak, r.compute = ev.peak, ev.compute
+    if r.claimed_peak is not None and r.claimed_peak != ev.peak:
+        out.append(f"{r.method}: claims peak {r.claimed_peak} but the evaluator finds {ev.peak}")
+    if r.claimed_compute is not None and not _same_cost(r.claimed_compute, ev.compute):
+        out.append(f"{r.method}: claims compute {r.claimed_compute} but the evaluator finds {ev.compute}")
+    if r.problem == "order" and not r.schedule.is_plain_order():
+        out.append(f"{r.method}: an ordering result recomputes an operator")
+    if r.problem == "remat" and budget is not None and ev.peak > budget and r.status != "infeasible":
+        out.append(f"{r.method}: peak {ev.peak} exceeds the budget {budget}")
+    for where, m in r.realized.items():
+        modeled = ev.peak if m.get("scale", 1) == 1 else m.get("modeled_peak")
+        if where.endswith(":cpu") and m.get("realized_peak") != modeled:
+            out.append(f"{r.method}: realized peak {m.get('realized_peak')} on {where} != modeled {modeled}"
+                       + (f" (sizes / {m['scale']})" if m.get("scale", 1) > 1 else ""))
+    return out
+
+
+def _hash_disagreements(rows: list[Row], reference_method: str) -> list[str]:
+    """Every run must produce the same outputs as the reference method's (else the first run's)."""
+    ref = next((r for r in rows if r.method == reference_method and r.realized), None) or \
+        next((r for r in rows if r.realized), None)
+    if ref is None:
+        return []
+    out = []
+    for where, m in ref.realized.items():
+        h0 = m.get("output_hash")
         for r in rows:
-            if r.problem != problem:
-                continue
-            if not r.global_claims:
-                continue
-            v = getattr(r, key)
-            if r.status == "optimal" and v is not None and best_v < v and not _same_cost(best_v, v):
-                out.append(f"{r.method}: claims optimal {key} {v} but {best.method} reaches {best_v}")
-            if r.status == "infeasible" and best.feasible:
-                out.append(f"{r.method}: claims infeasible but {best.method} fits the budget with peak {best.peak}")
-            lb = r.lower_bound
-            if lb is not None and lb > best_v and not _same_cost(lb, best_v):
-                out.append(f"{r.method}: lower bound {lb} is above a feasible {key} {best_v} ({best.method})")
-        if problem == "order" and order_lower_bound is not None and order_lower_bound > best_v:
-            out.append(f"bounds: lower bound {order_lower_bound} is above a feasible peak {best_v} ({best.method})")
+            m2 = r.realized.get(where)
+            if m2 is not None and m2.get("output_hash") != h0:
+                out.append(f"{r.method}: output hash on {where} differs from {ref.method}'s "
+                           f"({str(m2.get('output_hash'))[:12]} vs {str(h0)[:12]})")
+    return out
+
+
+def _claim_disagreements(graph: Graph, rows: list[Row], problem: str, key: str, *, budget, order: str,
+                         order_lower_bound) -> list[str]:
+    """The optimal / infeasible / lower-bound claims of ``problem``'s rows against its best
+    valid row (``key``: "peak" for orders, "compute" for remat within the budget, in the
+    asked order scope)."""
+    valid = [r for r in rows if r.problem == problem and r.feasible and getattr(r, key) is not None
+             and (problem == "order" or budget is None or r.peak <= budget)
+             and (problem == "order" or order == "free" or first_computations_follow(graph, r.schedule))]
+    if not valid:
+        return []
+    best = min(valid, key=lambda r: getattr(r, key))
+    best_v = getattr(best, key)
+    out = []
+    for r in rows:
+        if r.problem != problem or not r.global_claims:
+            continue
+        v = getattr(r, key)
+        if r.status == "optimal" and v is not None and best_v < v and not _same_cost(best_v, v):
+            out.append(f"{r.method}: claims optimal {key} {v} but {best.method} reaches {best_v}")
+        if r.status == "infeasible" and best.feasible:
+            out.append(f"{r.method}: claims infeasible but {best.method} fits the budget with peak {best.peak}")
+        lb = r.lower_bound
+        if lb is not None and lb > best_v and not _same_cost(lb, best_v):
+            out.append(f"{r.method}: lower bound {lb} is above a feasible {key} {best_v} ({best.method})")
+    if problem == "order" and order_lower_bound is not None and order_lower_bound > best_v:
+        out.append(f"bounds: lower bound {order_lower_bound} is above a feasible peak {best_v} ({best.method})")
     return out
 
 
