@@ -40,6 +40,16 @@ class SweepSummary:
     def to_json(self) -> dict:
         return dict(self.__dict__)
 
+    def add(self, row: dict) -> None:
+        """Count one finished run's row."""
+        wall, imp = float(row.get("wall_s") or 0.0), float(row.get("import_s") or 0.0)
+        self.executed += 1
+        self.solver_wall_s += wall
+        self.solver_cpu_s += float(row.get("cpu_s") or 0.0)
+        self.import_s += imp
+        if row.get("run_s") is not None:
+            self.transfer_s += row["run_s"] - wall - imp
+
 
 def base_row(spec: Spec, run: Run) -> dict:
     i, e = run.instance, run.entry
@@ -59,6 +69,30 @@ _ORDER = ["status", "objective_kind", "objective", "bound", "gap", "peak", "comp
           "given_peak", "budget_bytes", "wall_s", "cpu_s", "solver_wall_s", "run_s", "message"]
 
 
+def _row(spec: Spec, run: Run, outcome: dict, executor: str, version: str) -> dict:
+    """The results row of one finished run: what was run (:func:`base_row`), the outcome's
+    fields in a fixed order first, then the rest, the schedule last."""
+    row = base_row(spec, run)
+    outcome = dict(outcome)
+    outcome.setdefault("memsched_version", version)
+    schedule = outcome.pop("schedule", None)
+    for k in _ORDER:
+        if k in outcome:
+            row[k] = outcome.pop(k)
+    row.update(outcome)
+    row["executor"] = executor
+    row["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    if schedule is not None:
+        row["schedule"] = schedule
+    return row
+
+
+def _cpu_since(who, before) -> float:
+    """User + system CPU seconds of ``who`` (RUSAGE_SELF / RUSAGE_CHILDREN) since ``before``."""
+    now = resource.getrusage(who)
+    return (now.ru_utime + now.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
 def run_sweep(spec: Spec | str | Path, output: str | Path | None = None, *, jobs: int | None = None,
               dask=None, resume: bool = False, progress=None, fsync: bool = False,
               memory_limit: int | None = None) -> SweepSummary:
@@ -76,6 +110,8 @@ def run_sweep(spec: Spec | str | Path, output: str | Path | None = None, *, jobs
     from memsched.solvers.pool.executors import DaskExecutor, LocalExecutor
 
     t_setup = time.perf_counter()
+    if memory_limit is not None and (not isinstance(memory_limit, int) or memory_limit <= 0):
+        raise MemschedError(f"memory limit must be a positive number of bytes, got {memory_limit!r}")
     if not isinstance(spec, Spec):
         spec = load_spec(spec)
     out = Path(output or spec.output or f"{spec.name}.jsonl")
@@ -91,50 +127,29 @@ def run_sweep(spec: Spec | str | Path, output: str | Path | None = None, *, jobs
                            jobs=jobs, executor=executor.name)
     by_key = {r.key: r for r in todo}
     texts = {r.instance.hash: r.instance.text for r in todo}
-    if memory_limit is not None and (not isinstance(memory_limit, int) or memory_limit <= 0):
-        raise MemschedError(f"memory limit must be a positive number of bytes, got {memory_limit!r}")
     tasks = [_task(spec, r, memory_limit) for r in todo]
     version = memsched_version()
     statuses: Counter = Counter()
     summary.setup_s = time.perf_counter() - t_setup
 
     def on_done(task, outcome):
-        row = base_row(spec, by_key[task["key"]])
-        outcome = dict(outcome)
-        outcome.setdefault("memsched_version", version)
-        schedule = outcome.pop("schedule", None)
-        for k in _ORDER:
-            if k in outcome:
-                row[k] = outcome.pop(k)
-        row.update(outcome)
-        row["executor"] = executor.name
-        row["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        if schedule is not None:
-            row["schedule"] = schedule
+        row = _row(spec, by_key[task["key"]], outcome, executor.name, version)
         store.append(row)
         statuses[row["status"]] += 1
-        summary.executed += 1
-        summary.solver_wall_s += float(row.get("wall_s") or 0.0)
-        summary.solver_cpu_s += float(row.get("cpu_s") or 0.0)
-        summary.import_s += float(row.get("import_s") or 0.0)
-        if row.get("run_s") is not None:
-            summary.transfer_s += row["run_s"] - float(row.get("wall_s") or 0.0) - float(row.get("import_s") or 0.0)
+        summary.add(row)
         if callable(progress):
             progress(summary.executed, len(tasks), statuses)
 
     store.open(resume)
-    r0 = resource.getrusage(resource.RUSAGE_SELF)
-    c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    r0, c0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     try:
         executor.run(tasks, texts, on_done)
     finally:
         store.close()
         summary.wall_s = time.perf_counter() - t0
-        r1 = resource.getrusage(resource.RUSAGE_SELF)
-        c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        summary.driver_cpu_s = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
-        summary.children_cpu_s = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)
+        summary.driver_cpu_s = _cpu_since(resource.RUSAGE_SELF, r0)
+        summary.children_cpu_s = _cpu_since(resource.RUSAGE_CHILDREN, c0)
         summary.statuses = dict(statuses)
         summary.worker_startup_s = getattr(executor, "startup_s", 0.0)
         summary.workers_started = getattr(executor, "spawned", 0)
