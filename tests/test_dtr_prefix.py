@@ -80,3 +80,17 @@ def test_address_aware_runtime_is_not_forked():
     tr = random_trace(1)
     with pytest.raises(TypeError):
         AllocRuntime(tr, 10 ** 6, "dtr").fork()
+
+
+def test_sweep_with_prefix_sharing_equals_independent_replays():
+    """A dense sweep with prefix sharing (and interval sharing) gives every sample of a sweep
+    that replays every sample from the start, and did resume replays."""
+    from memsched.solvers.dtr.sweep import sweep
+
+    tr = random_trace(11, n_calls=60)
+    kw = dict(lo=0.4, hi=0.9, resolution=0.005, repeats=1, run_timeout=None)
+    plain = sweep(tr, "dtr", share=False, **kw)
+    shared = sweep(tr, "dtr", prefix=True, **kw)
+    k = lambda r: [(p.ratio, p.outcome, p.clock, p.peak, p.evictions) for p in r.points]  # noqa: E731
+    assert k(shared) == k(plain)
+    assert shared.resumed > 0 and "resumed from shared prefixes" in shared.params["sampling"]

@@ -17,7 +17,8 @@ replay from the deepest snapshot whose interval holds its budget, and snapshots 
 at chosen positions for later replays. Snapshots are taken every ``every`` commands while
 the run's interval is at least ``min_width`` bytes wide (a narrower interval holds no other
 sampled budget), at most ``per_run`` per run; the store keeps the ``capacity`` most
-recently used.
+recently used, and a dropped snapshot's state is cleared at once (its bound functions
+make it a reference cycle).
 
 Measured limit (docs/dtr.md, BENCHMARKS.md "DTR dense sweeps"): on the shared traces,
 replays at budgets one or more resolution steps apart first differ near the first
@@ -48,10 +49,14 @@ class PrefixStore:
         Commands between two snapshots of a run (default: 1/64 of the schedule).
     per_run, capacity : int
         At most ``per_run`` snapshots per run; the store keeps the ``capacity`` most
-        recently used snapshots.
+        recently used snapshots. One snapshot per run, ``every`` commands past the position
+        the run started from, was the fastest setting measured (more forks cost more than
+        they save: a fork copies the whole state, about 10 ms on the shared traces, and the
+        snapshots make every garbage collection longer); resumed runs then extend the
+        deepest shared prefix step by step.
     """
 
-    def __init__(self, n_commands: int, min_width: int, every: int | None = None, per_run: int = 12,
+    def __init__(self, n_commands: int, min_width: int, every: int | None = None, per_run: int = 1,
                  capacity: int = 24):
         self.min_width = min_width
         self.every = every or max(1, n_commands // 64)
@@ -102,7 +107,9 @@ class PrefixStore:
         self.tick += 1
         self.snaps.append([k, rt.eq_lo, rt.eq_hi, snap, self.tick])
         if len(self.snaps) > self.capacity:
-            self.snaps.remove(min(self.snaps, key=lambda e: e[4]))
+            old = min(self.snaps, key=lambda e: e[4])
+            self.snaps.remove(old)
+            old[3].__dict__.clear()  # break the cycles through its bound functions now
         self.forks += 1
         self.fork_s += time.perf_counter() - t
 

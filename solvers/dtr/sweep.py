@@ -99,6 +99,7 @@ class SweepResult:
     replays: int = 0  # replays executed by this sweep
     reused: int = 0  # replays taken from the results file (resume)
     derived: int = 0  # samples taken from an equal replay's budget interval (sweep_many's share)
+    resumed: int = 0  # replays resumed from another replay's snapshot (sweep_many's prefix)
 
     def min_feasible(self) -> float | None:
         ok = [p.ratio for p in self.points if p.outcome == "ok"]
@@ -111,7 +112,7 @@ class SweepResult:
                 "unresolved": [p.ratio for p in self.points if p.outcome in UNRESOLVED],
                 "holes": [h.to_json() for h in self.holes], "points": [p.to_json() for p in self.points],
                 "wall_s": round(self.wall_s, 3), "replays": self.replays, "reused": self.reused,
-                "derived": self.derived, "sampling": self.params.get("sampling")}
+                "derived": self.derived, "resumed": self.resumed, "sampling": self.params.get("sampling")}
 
 
 def find_holes(points) -> list[Hole]:
@@ -274,16 +275,55 @@ def execute_replay_task(task: dict, trace=None, *, cache: bool = True) -> dict:
 
         r = replay_alloc(tr, task["ratio"], heuristic=task["heuristic"], allocator=alloc,
                          overhead_limit=task["overhead_limit"], seed=task["seed"], timeout=task["timeout"])
+    elif task.get("prefix"):
+        return _replay_prefix_task(task, tr)
     else:
         r = replay(tr, task["ratio"], heuristic=task["heuristic"], overhead_limit=task["overhead_limit"],
                    seed=task["seed"], timeout=task["timeout"], keep_runtime=True)
     rt = r.runtime
     eq = None
     if alloc == "bytes" and (r.outcome in FEASIBLE or r.outcome in INFEASIBLE):
-        # every budget in [lo, hi] runs the identical replay (Runtime.eq_lo / eq_hi)
-        eq = [int(rt.eq_lo), None if rt.eq_hi == float("inf") else int(rt.eq_hi) - 1]
+        eq = _equiv(rt)
     return {"status": "done", "outcome": r.outcome, "clock": r.clock, "peak": r.peak, "evictions": r.evictions,
             "budget": r.budget, "wall_s": r.wall_s, "worker": f"pid{os.getpid()}", "equiv": eq}
+
+
+def _equiv(rt) -> list:
+    """Every budget in [lo, hi] runs the identical replay (Runtime.eq_lo / eq_hi)."""
+    return [int(rt.eq_lo), None if rt.eq_hi == float("inf") else int(rt.eq_hi) - 1]
+
+
+_PREFIX: dict = {}  # (instance hash, heuristic, overhead limit, seed) -> PrefixStore, in this process
+_PREFIX_KEYS = 2  # stores kept per process (the most recent sweeps)
+
+
+def _replay_prefix_task(task: dict, tr) -> dict:
+    """A ``dtr_replay`` task through prefix sharing (:mod:`.prefix`): resumed from the
+    deepest snapshot of an earlier replay in this process whose budget interval holds the
+    budget; the result equals an independent replay's."""
+    from .prefix import PrefixStore, replay_shared
+    from .replay import budget_for
+
+    key = (task["instance_hash"], task["heuristic"], task["overhead_limit"], task["seed"])
+    store = _PREFIX.get(key)
+    if store is None:
+        while len(_PREFIX) >= _PREFIX_KEYS:
+            del _PREFIX[next(iter(_PREFIX))]
+        store = _PREFIX[key] = PrefixStore(len(tr.schedule), min_width=max(1, int(task.get("min_width", 1))))
+    b = trace_baseline(tr)
+    budget = budget_for(tr, task["ratio"])
+    limit = b["baseline_compute"] * (task["overhead_limit"] - 1)
+    t0 = time.perf_counter()
+    deadline = None if task["timeout"] is None else t0 + task["timeout"]
+    try:
+        out, rt, start = replay_shared(tr, budget, task["heuristic"], remat_limit=limit, seed=task["seed"],
+                                       deadline=deadline, store=store)
+    except TimeoutError:
+        return {"status": "done", "outcome": "unresolved", "clock": None, "peak": None, "evictions": None,
+                "budget": budget, "wall_s": time.perf_counter() - t0, "worker": f"pid{os.getpid()}", "equiv": None}
+    return {"status": "done", "outcome": out, "clock": rt.clock, "peak": rt.peak, "evictions": rt.evictions,
+            "budget": budget, "wall_s": time.perf_counter() - t0, "worker": f"pid{os.getpid()}",
+            "equiv": _equiv(rt), "resumed_at": start}
 
 
 class InlineExecutor:
@@ -336,6 +376,7 @@ class _State:
     wall_s: float = 0.0
     done: bool = False
     derived: int = 0  # samples taken from an equal run's budget interval (no replay)
+    resumed: int = 0  # replays resumed from a snapshot (prefix sharing)
     eq_lo: list = field(default_factory=list)  # sorted lower ends of the known intervals
     eq: list = field(default_factory=list)  # (lo, hi, outcome, clock, peak, evictions), same order
     share: bool = True
@@ -396,7 +437,7 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
                executor=None, dask=None, results=None, resume: bool = False, seed: int = 0,
                refine: str = "scan", max_refine_points: int = 20000, kill_grace: float | None = None,
                progress=None, log=None, debug: dict | None = None, fsync: bool = False,
-               share: bool = True, allocator: str = "bytes") -> list[SweepResult]:
+               share: bool = True, allocator: str = "bytes", prefix: bool = False) -> list[SweepResult]:
     """Run the sweep protocol for every ``(trace, heuristic)`` of ``pairs`` concurrently,
     all replays through one executor; returns one SweepResult per pair, in order.
 
@@ -420,6 +461,11 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
     allocator : str
         ``bytes`` (simrd's byte counting, the default) or an address-aware model
         (:mod:`.allocator`: ``first-fit``, ``best-fit``, ``caching``; no sharing there).
+    prefix : bool
+        Prefix sharing (:mod:`.prefix`, bytes only): a replay resumes from the deepest
+        snapshot, taken by an earlier replay in the same worker process, whose budget
+        interval holds its budget (counted in ``SweepResult.resumed``; the result equals an
+        independent replay's). Determinism repeats always run from the start.
     executor, dask, jobs
         A harness executor (``LocalExecutor``, ``DaskExecutor``) or ``InlineExecutor``;
         default: ``DaskExecutor(dask)`` if ``dask``, else ``LocalExecutor(jobs)`` if
@@ -457,7 +503,8 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
     if allocator not in ALLOCATORS:
         raise MemschedError(f"--allocator: expected one of {', '.join(ALLOCATORS)}, got {allocator!r}")
     cfg = _SweepConfig(lo, hi, step, resolution, repeats, run_timeout, overhead_limit, jobs, refine,
-                       max_refine_points, kill_grace, seed, allocator, share and allocator == "bytes", debug)
+                       max_refine_points, kill_grace, seed, allocator, share and allocator == "bytes", debug,
+                       prefix and allocator == "bytes")
     pairs = list(pairs)
     if not pairs:
         return []
@@ -482,6 +529,7 @@ class _SweepConfig:
     allocator: str
     share: bool
     debug: dict | None
+    prefix: bool = False
 
     def __post_init__(self):
         res = self.resolution
@@ -622,7 +670,9 @@ class _Driver:
                 "kind": "dtr_replay", "instance_hash": st.tid, "sweep": st.idx, "k": k,
                 "ratio": ratio, "budget": budget, "heuristic": st.hname, "overhead_limit": cfg.limit,
                 "allocator": cfg.allocator, "seed": cfg.seed, "timeout": cfg.run_timeout,
-                "time_limit": cfg.run_timeout, "hard_limit": cfg.hard, "debug": cfg.debug}
+                "time_limit": cfg.run_timeout, "hard_limit": cfg.hard, "debug": cfg.debug,
+                "prefix": cfg.prefix and not st.phase.startswith("repeat"),
+                "min_width": int(cfg.resolution * st.base["baseline_memory"])}
 
     def on_done(self, task, out):
         """A replay finished: record it; the sweep's next batch when this one is complete."""
@@ -638,6 +688,7 @@ class _Driver:
             outcome = "error"
         st.results.setdefault(task["k"], []).append((outcome, clock, peak, ev, task["budget"], wall))
         st.replays += 1
+        st.resumed += bool(out.get("resumed_at"))
         st.batch_replays += 1
         self.totals["replays"] += 1
         eq = out.get("equiv") if status == "done" else None
@@ -645,7 +696,8 @@ class _Driver:
             st.add_interval(eq[0], eq[1], (outcome, clock, peak, ev))
         if self.store is not None:
             self.store.append(self.row(st, task["k"], task["budget"], None, outcome, clock, peak, ev, wall, status,
-                                       out.get("worker"), key=task["key"], message=out.get("message"), equiv=eq))
+                                       out.get("worker"), key=task["key"], message=out.get("message"), equiv=eq,
+                                       resumed_at=out.get("resumed_at") or None))
         st.left -= 1
         if st.left == 0:
             self.finish_batch(st)
@@ -721,7 +773,8 @@ def _assemble(states, wall, res, lo, hi, step, resolution, repeats, run_timeout,
         n_range = khi - klo + 1
         sampling = (f"{'dense' if dense else f'coarse step {step:g} + {refine} refinement'}: {len(points)} of "
                     f"{n_range} resolution steps ({resolution:g}) of [{lo:g}, {hi:g}] sampled; "
-                    f"{st.replays} replays run, {st.derived} samples from equal runs' budget intervals, "
+                    f"{st.replays} replays run{f' ({st.resumed} resumed from shared prefixes)' if st.resumed else ''}, "
+                    f"{st.derived} samples from equal runs' budget intervals, "
                     f"{st.reused} reused")
         out.append(SweepResult(
             trace=str(st.trace.path), heuristic=st.heuristic, points=points, holes=find_holes(points),
@@ -734,7 +787,7 @@ def _assemble(states, wall, res, lo, hi, step, resolution, repeats, run_timeout,
                     "results": None if results is None else str(results),
                     **({"status": "interrupted"} if interrupted and not st.done else {})},
             wall_s=st.wall_s if len(states) > 1 else wall, replays=st.replays, reused=st.reused,
-            derived=st.derived))
+            derived=st.derived, resumed=st.resumed))
     return out
 
 
