@@ -1,0 +1,155 @@
+"""Low budgets decided (issue 14, deliverable 3): random_layered n100 / n250 at r = 0.6.
+
+For each instance (../shared/data/graphs/random_layered, as in bench_remat_proofs.py) at
+B = floor(0.6 x P) (memsched's rounding; P = the given order's peak):
+
+* unbounded recomputation: ``decide_unbounded`` (exhaustive backward reachability search;
+  a "feasible" comes with an emitted schedule re-judged by the evaluator);
+* the least budget with unbounded recomputation, by bisection between the local bound and
+  B (only when every probe is decided);
+* cap 1 (at most 2 computations per operator): ``refute_capped`` (backward chains with at
+  most 2 computations of each operator) at B and at the least unbounded-feasible budget;
+* the refutation-only exhaustive search (witnesses off) at B on n250, to show how far it gets.
+
+Writes benchmarks/results/remat_lowbudget.json and benchmarks/sections/46-remat-low-budgets.md.
+
+    nice .venv/bin/python benchmarks/bench_remat_lowbudget.py [--time-limit 120]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = (ROOT / ".." / "shared" / "data" / "graphs" / "random_layered").resolve()
+RESULTS = ROOT / "benchmarks" / "results" / "remat_lowbudget.json"
+SECTION = ROOT / "benchmarks" / "sections" / "46-remat-low-budgets.md"
+GRAPHS = {
+    "rl_n100": "random_layered_n100_w0.27_nlv0.75_ed0.2_scd0.14.json",
+    "rl_n250": "random_layered_n250_w0.43_nlv0.75_ed0.2_scd0.14.json",
+}
+# least cap-1 peaks found before this work (docs/remat.md, "random_layered n100/n250 at 0.6"); not re-run here
+KNOWN_CAP1_PEAK = {"rl_n100": 30350, "rl_n250": 95520}
+
+
+def _row(r) -> dict:
+    return {"status": r.status, "budget": r.budget, "peak": r.peak, "wall_s": round(r.wall_s, 2),
+            "reason": r.reason[:160], "stats": r.stats}
+
+
+def run(time_limit: float) -> dict:
+    from memsched.formulations import evaluate
+    from memsched.instances.formats import load_graph
+    from memsched.solvers.remat.dispatch import given_peak, resolve_budget
+    from memsched.solvers.remat.infeasibility import local_peak_bound
+    from memsched.solvers.remat.lowbudget import ReachSearch, _deep, _Timeout, decide_unbounded, refute_capped
+
+    out = {}
+    for name, fn in GRAPHS.items():
+        g = load_graph(str(DATA / fn))
+        P, B = given_peak(g), resolve_budget(g, 0.6)
+        row: dict = {"P": P, "B": B, "ops": g.n_ops, "local_bound": local_peak_bound(g)}
+        print(f"{name}: P={P} B={B}", file=sys.stderr, flush=True)
+        r = decide_unbounded(g, B, time_limit=time_limit)
+        if r.schedule is not None:
+            ev = evaluate(g, r.schedule)
+            assert ev.peak <= B
+            row["unbounded_computations"] = len(r.schedule.computes())
+        row["unbounded"] = _row(r)
+        # least budget with unbounded recomputation: bisection, every probe must be decided
+        lo, hi = local_peak_bound(g), (B if r.status == "feasible" else None)
+        probes = []
+        if hi is not None:
+            while lo < hi:
+                mid = (lo + hi) // 2
+                p = decide_unbounded(g, mid, time_limit=time_limit)
+                probes.append((mid, p.status, round(p.wall_s, 2)))
+                if p.status == "feasible":
+                    hi = mid
+                elif p.status == "infeasible":
+                    lo = mid + 1
+                else:
+                    break
+            if lo == hi:
+                row["unbounded_least_budget"] = lo
+        row["unbounded_probes"] = probes
+        # cap 1
+        row["cap1_at_B"] = _row(refute_capped(g, B, [1] * g.n_ops, time_limit=time_limit))
+        if row.get("unbounded_least_budget"):
+            row["cap1_at_least_unbounded"] = _row(refute_capped(g, row["unbounded_least_budget"], [1] * g.n_ops,
+                                                               time_limit=time_limit))
+        if r.status == "unknown":  # refutation only: no witnesses, exhaustive
+            rs = ReachSearch(g, B, time_limit=time_limit, witnesses=False, orders=[])
+            worst = max(range(g.n_ops), key=lambda v: rs.m(rs.inmask[v] | rs.outmask[v]))
+            t0 = time.perf_counter()
+            try:
+                got = _deep(lambda: rs.reach(rs.inmask[worst]))
+            except _Timeout:
+                got = "timeout"
+            row["refute_only"] = {"operator": g.ops[worst].name, "result": got, "calls": rs.calls,
+                                  "unreachable_sets": len(rs.bad), "pruned_by_order_bound": rs.pruned,
+                                  "wall_s": round(time.perf_counter() - t0, 2)}
+        out[name] = row
+    return out
+
+
+def write_section(res: dict, cmd: str, load: str) -> None:
+    L = ["## Low budgets: random_layered n100 / n250 at r = 0.6", "",
+         f"Reproduce: `{cmd}` (results: benchmarks/results/remat_lowbudget.json). Machine: 2 CPU cores shared with "
+         f"other jobs ({load}); one run. Methods: solvers/remat/lowbudget.py; proofs: docs/remat-low-budgets.md.",
+         "", "| instance | P | B = floor(0.6 P) | unbounded recomputation at B | least budget, unbounded | "
+         "cap 1 at B | lower side: every schedule peaks at least | upper side: least cap-1 peak found |",
+         "|---|---|---|---|---|---|---|---|"]
+    for name, row in res.items():
+        u = row["unbounded"]
+        ustr = u["status"] + (f" (peak {u['peak']}, {row.get('unbounded_computations')} computations)"
+                              if u["status"] == "feasible" else "") + f", {u['wall_s']} s"
+        least = row.get("unbounded_least_budget")
+        c = row["cap1_at_B"]
+        lower = f"{least} (least unbounded budget)" if least else f"{row['local_bound']} (local bound)"
+        L.append(f"| {name} | {row['P']} | {row['B']} | {ustr} | {least if least else 'not decided'} | "
+                 f"{c['status']}, {c['wall_s']} s | {lower} | {KNOWN_CAP1_PEAK[name]} (docs/remat.md, not re-run) |")
+    L.append("")
+    for name, row in res.items():
+        L.append(f"* {name}: bisection probes (budget, status, s): {row['unbounded_probes']}.")
+        if "cap1_at_least_unbounded" in row:
+            c = row["cap1_at_least_unbounded"]
+            L.append(f"  Cap 1 at the least unbounded budget: {c['status']} ({c['reason']}; {c['wall_s']} s).")
+        if "refute_only" in row:
+            L.append(f"  Refutation-only exhaustive search at B: {row['refute_only']}.")
+        L.append(f"  Unbounded search at B: {row['unbounded']['reason']} {row['unbounded']['stats']}.")
+    L.append("")
+    SECTION.write_text("\n".join(L) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--time-limit", type=float, default=120.0, help="seconds per search (default 120)")
+    ap.add_argument("--report", action="store_true", help="rewrite the section from the saved results only")
+    a = ap.parse_args()
+    if not DATA.is_dir():
+        sys.exit(f"{DATA} is absent")
+    if a.report:
+        saved = json.loads(RESULTS.read_text())
+        res, load, a.time_limit = saved["rows"], saved["load"], saved["time_limit"]
+    else:
+        load0 = os.getloadavg()[0]
+        res = run(a.time_limit)
+        load = f"1-minute load average {load0:.1f} at start, {os.getloadavg()[0]:.1f} at end; " \
+               f"Python {platform.python_version()}"
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(json.dumps({"rows": res, "load": load, "time_limit": a.time_limit}, indent=1,
+                                      default=str) + "\n")
+    cmd = "nice .venv/bin/python benchmarks/bench_remat_lowbudget.py" + \
+        (f" --time-limit {a.time_limit:g}" if a.time_limit != 120.0 else "")
+    write_section(res, cmd, load)
+    print(SECTION.read_text())
+
+
+if __name__ == "__main__":
+    main()
