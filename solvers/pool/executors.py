@@ -211,90 +211,119 @@ class LocalExecutor:
         (their texts must be in ``texts`` by then). Ctrl-C kills the workers and propagates."""
         if not tasks:
             return
-        pending = deque(tasks)
-        workers: list[WorkerProc] = []
-        sel = selectors.DefaultSelector()
-
-        def spawn():
-            w = WorkerProc()
-            sel.register(w.fd, selectors.EVENT_READ, w)
-            workers.append(w)
-            return w
-
-        def retire(w):
-            try:
-                sel.unregister(w.fd)
-            except (KeyError, ValueError):
-                pass
-            workers.remove(w)
-
-        def dispatch(w):
-            if pending and w.task is None:
-                t = pending.popleft()
-                w.send(t, texts[t["instance_hash"]])
-
-        def fill():
-            for w in workers:
-                dispatch(w)
-            while pending and len(workers) < self.jobs:
-                dispatch(spawn())
-
-        def done(t, out):
-            more = on_done(t, out)
-            if more:
-                pending.extend(more)
-
-        t_start = time.perf_counter()
+        pool = _Pool(self, tasks, texts, on_done)
         try:
-            for _ in range(min(self.jobs, len(pending))):
-                dispatch(spawn())
-            while any(w.task is not None for w in workers):
-                now = time.perf_counter()
-                deadlines = [w.started + (w.task["hard_limit"] if w.ready else STARTUP_LIMIT)
-                             for w in workers if w.task is not None]
-                timeout = max(0.0, min(deadlines) - now)
-                for key, _ in sel.select(timeout=timeout):
-                    w = key.data
-                    msg = w.recv()
-                    t = w.task
-                    if msg is None:  # the worker died
-                        el = time.perf_counter() - w.started
-                        w.proc.wait()
-                        out = crash_outcome(w.proc.returncode, el, w.stderr_tail(), (t or {}).get("memory_limit"))
-                        retire(w)
-                        w.close()
-                        if t is not None:
-                            done(t, out)
-                        fill()
-                        continue
-                    if "hello" in msg:
-                        w.ready = True
-                        w.started = time.perf_counter()
-                        w.startup_s = w.started - w.spawned
-                        self.startup_s += w.startup_s
-                        self.spawned += 1
-                        continue
-                    w.task = None
-                    msg["run_s"] = time.perf_counter() - w.started
-                    msg["dispatch_s"] = w.started - t_start
-                    done(t, msg)
-                    fill()
-                now = time.perf_counter()
-                for w in [w for w in workers if w.task is not None]:
-                    limit = w.task["hard_limit"] if w.ready else STARTUP_LIMIT
-                    if now - w.started >= limit:
-                        t, el = w.task, now - w.started
-                        retire(w)
-                        w.kill()
-                        done(t, timeout_outcome(limit, el, t.get("time_limit")) if w.ready
-                             else crash_outcome(None, el, "worker did not start in time"))
-                        fill()
+            pool.start()
+            while pool.busy():
+                pool.wait_once()
         finally:
-            # idle workers hold nothing of value: kill them rather than wait for a
-            # clean interpreter shutdown (which costs ~0.1-0.5 s per worker)
-            for w in list(workers):
+            pool.shutdown()
+
+
+class _Pool:
+    """The state of one :meth:`LocalExecutor.run`: the queue, the workers and a selector
+    over their result pipes. Each worker runs one task at a time; a worker that dies or
+    runs past its task's hard limit (or does not start in time) is retired and its task
+    gets a crash or timeout outcome; a fresh worker takes the next task."""
+
+    def __init__(self, owner: LocalExecutor, tasks: list[dict], texts: dict[str, str], on_done):
+        self.owner, self.texts, self.on_done = owner, texts, on_done
+        self.pending = deque(tasks)
+        self.workers: list[WorkerProc] = []
+        self.sel = selectors.DefaultSelector()
+        self.t_start = time.perf_counter()
+
+    def spawn(self) -> WorkerProc:
+        w = WorkerProc()
+        self.sel.register(w.fd, selectors.EVENT_READ, w)
+        self.workers.append(w)
+        return w
+
+    def retire(self, w: WorkerProc) -> None:
+        try:
+            self.sel.unregister(w.fd)
+        except (KeyError, ValueError):
+            pass
+        self.workers.remove(w)
+
+    def dispatch(self, w: WorkerProc) -> None:
+        if self.pending and w.task is None:
+            t = self.pending.popleft()
+            w.send(t, self.texts[t["instance_hash"]])
+
+    def fill(self) -> None:
+        """Idle workers take the next tasks; new workers up to ``jobs`` for the rest."""
+        for w in self.workers:
+            self.dispatch(w)
+        while self.pending and len(self.workers) < self.owner.jobs:
+            self.dispatch(self.spawn())
+
+    def done(self, t: dict, out: dict) -> None:
+        more = self.on_done(t, out)
+        if more:
+            self.pending.extend(more)
+        self.fill()
+
+    def start(self) -> None:
+        for _ in range(min(self.owner.jobs, len(self.pending))):
+            self.dispatch(self.spawn())
+
+    def busy(self) -> bool:
+        return any(w.task is not None for w in self.workers)
+
+    @staticmethod
+    def limit(w: WorkerProc) -> float:
+        return w.task["hard_limit"] if w.ready else STARTUP_LIMIT
+
+    def wait_once(self) -> None:
+        """Wait for the next message or the nearest deadline, handle what came, then expire
+        the workers past their limits."""
+        deadline = min(w.started + self.limit(w) for w in self.workers if w.task is not None)
+        for key, _ in self.sel.select(timeout=max(0.0, deadline - time.perf_counter())):
+            self.receive(key.data)
+        now = time.perf_counter()
+        for w in [w for w in self.workers if w.task is not None]:
+            limit = self.limit(w)
+            if now - w.started >= limit:
+                t, el = w.task, now - w.started
+                self.retire(w)
                 w.kill()
-            sel.close()
+                self.done(t, timeout_outcome(limit, el, t.get("time_limit")) if w.ready
+                          else crash_outcome(None, el, "worker did not start in time"))
+
+    def receive(self, w: WorkerProc) -> None:
+        """One message from ``w``: its death (EOF), its hello (ready), or a task's outcome."""
+        msg = w.recv()
+        t = w.task
+        if msg is None:  # the worker died
+            el = time.perf_counter() - w.started
+            w.proc.wait()
+            out = crash_outcome(w.proc.returncode, el, w.stderr_tail(), (t or {}).get("memory_limit"))
+            self.retire(w)
+            w.close()
+            if t is not None:
+                self.done(t, out)
+            else:
+                self.fill()
+            return
+        if "hello" in msg:
+            w.ready = True
+            w.started = time.perf_counter()
+            w.startup_s = w.started - w.spawned
+            self.owner.startup_s += w.startup_s
+            self.owner.spawned += 1
+            return
+        w.task = None
+        msg["run_s"] = time.perf_counter() - w.started
+        msg["dispatch_s"] = w.started - self.t_start
+        self.done(t, msg)
+
+    def shutdown(self) -> None:
+        """Idle workers hold nothing of value: kill them rather than wait for a clean
+        interpreter shutdown (which costs ~0.1-0.5 s per worker)."""
+        for w in list(self.workers):
+            w.kill()
+        self.sel.close()
 
 
 # ------------------------------------------------------------------ dask
