@@ -62,29 +62,58 @@ def _shortfall(rt, k: int):
 
 def search_pins(trace, budget: float, heuristic: str, overhead_limit: float, candidates, *,
                 max_pins: int = 100, time_limit: float | None = 120.0) -> dict:
-    """Replay ratio ``budget`` with each tensor of ``candidates`` pinned alone (in order, at
-    most ``max_pins``, until ``time_limit`` seconds); returns the tries and the rescues
-    (outcome ok), smallest pinned bytes first."""
+    """Replay ratio ``budget`` with each tensor of ``candidates`` pinned alone (the first
+    ``max_pins``, until ``time_limit`` seconds); returns the tries (in candidate order) and
+    the rescues (outcome ok), smallest pinned bytes first.
+
+    Prefix sharing: a run with tensor t pinned makes the unpinned run's decisions until t is
+    first computed (``pin_extra`` is read only there), so one unpinned run is advanced
+    through the schedule, and each pinned run is a fork of it (:meth:`Runtime.fork`) taken
+    just before the command that computes t, run on with t pinned. The candidates are
+    therefore tried in the order of their first computation (under ``time_limit`` the tried
+    ones are the earliest computed); each try equals an independent
+    ``replay(..., pin=[t])`` (tests/test_dtr_prefix.py).
+
+    Complexity: one unpinned replay plus, per candidate, a fork and the rest of the replay
+    from the candidate's computation on.
+    """
     import time
+
+    from .replay import budget_for, trace_baseline
+    from .runtime import COMPUTE, Runtime, canonical_heuristic
 
     tr = load_trace(trace)
     t0 = time.perf_counter()
-    tries, rescues = [], []
-    stopped = None
-    for i, (t, nbytes) in enumerate(candidates):
-        if i >= max_pins:
-            stopped = f"max_pins={max_pins}"
-            break
+    h = canonical_heuristic(heuristic)
+    base = Runtime(tr, budget_for(tr, budget), h, remat_limit=trace_baseline(tr)["baseline_compute"] *
+                   (overhead_limit - 1))
+    first = {}  # operator -> position of its COMPUTE command
+    for k, (kind, x) in enumerate(tr.schedule):
+        if kind == COMPUTE:
+            first.setdefault(x, k)
+    chosen = list(enumerate(candidates))[:max_pins]
+    stopped = f"max_pins={max_pins}" if len(candidates) > max_pins else None
+    chosen.sort(key=lambda c: (first[tr.tensor_op[c[1][0]]], c[0]))
+    tries: dict = {}
+    pos, base_out = 0, None
+    for i, (t, nbytes) in chosen:
         if time_limit is not None and time.perf_counter() - t0 > time_limit:
             stopped = f"time_limit={time_limit}s"
             break
-        r = replay(tr, budget, heuristic=heuristic, overhead_limit=overhead_limit, pin=[t])
-        d = {"tensor": tr.tensor_names[t], "tensor_id": t, "bytes": nbytes, "outcome": r.outcome,
-             "clock": r.clock, "evictions": r.evictions}
-        tries.append(d)
-        if r.outcome == "ok":
-            rescues.append(d)
-    rescues.sort(key=lambda d: (d["bytes"], d["tensor_id"]))
+        p = first[tr.tensor_op[t]]
+        if base_out is None and p > pos:
+            base_out = base.resume(pos, stop=p)
+            pos = p
+        if base_out is not None:  # the unpinned run ended before t was computed: same run
+            rt, out = base, base_out
+        else:
+            rt = base.fork()
+            rt.pin_extra = frozenset((t,))
+            out = rt.resume(pos)
+        tries[i] = {"tensor": tr.tensor_names[t], "tensor_id": t, "bytes": nbytes, "outcome": out,
+                    "clock": rt.clock, "evictions": rt.evictions}
+    tries = [tries[i] for i in sorted(tries)]
+    rescues = sorted((d for d in tries if d["outcome"] == "ok"), key=lambda d: (d["bytes"], d["tensor_id"]))
     return {"candidates": len(candidates), "tried": len(tries), "stopped": stopped, "tries": tries,
             "rescues": rescues, "smallest": rescues[0] if rescues else None,
             "wall_s": round(time.perf_counter() - t0, 3)}

@@ -215,17 +215,18 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
         finally:
             sys.setrecursionlimit(old)
 
-    def _run(self, start: int = 0, checkpoint=None) -> None:
-        """Execute the schedule's commands from position ``start`` on; ``checkpoint(self,
-        k)`` (optional) is called before command k when k is the position it last returned
-        (the first call at ``start``), and returns the next one (-1: no more calls)."""
+    def _run(self, start: int = 0, checkpoint=None, stop: int | None = None) -> None:
+        """Execute the schedule's commands from position ``start`` on (up to ``stop``,
+        excluded; default: the end); ``checkpoint(self, k)`` (optional) is called before
+        command k when k is the position it last returned (the first call at ``start``), and
+        returns the next one (-1: no more calls)."""
         ops = self.trace.ops
         compute, materialize, pin, release = self.compute, self.materialize, self.pin, self.release
         deadline = self.deadline
         st_rext, t_storage, t_defined = self.st_rext, self.t_storage, self.t_defined
         schedule = self.trace.schedule
         ck = -1 if checkpoint is None else start
-        for k in range(start, len(schedule)):
+        for k in range(start, len(schedule) if stop is None else stop):
             if k == ck:
                 ck = checkpoint(self, k)
             kind, x = schedule[k]
@@ -587,15 +588,16 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
             new.materialize = new._materialize
         return new
 
-    def resume(self, start: int, checkpoint=None) -> str:
+    def resume(self, start: int, checkpoint=None, stop: int | None = None) -> str | None:
         """Run the schedule on from position ``start`` (a fork taken there); as :meth:`run`.
         ``checkpoint(rt, k) -> next k or -1``: called before command k at the positions it
-        asks for (see :mod:`.prefix`)."""
+        asks for (see :mod:`.prefix`). ``stop``: pause before command ``stop`` and return
+        None if the run is still going there (resume it later from ``stop``)."""
         old = sys.getrecursionlimit()
         sys.setrecursionlimit(max(old, 10 * self.trace.n_tensors + 10000))
         try:
-            self._run(start, checkpoint)
-            return "ok"
+            self._run(start, checkpoint, stop)
+            return "ok" if stop is None or stop >= len(self.trace.schedule) else None
         except OOMError:
             return "oom"
         except ThrashError:
