@@ -7,7 +7,8 @@ forward and a backward module; benchmarks/bench_partitioner.py runs the real
 * :func:`capture_joint` builds a corpus model (instances/extract_models.py: ``CORPUS``,
   random weights, no download; batch-norm on batch statistics, dropout off) and traces
   ``loss = sum(model(x))`` with ``aot_function``; the joint module is captured from the
-  partition callback before any partitioning.
+  partition callback, then dead code is removed and common subexpressions merged
+  (``fx_graph_cse``), the partitioner's own first steps: the graph it cuts.
 * :func:`joint_to_graph`: one memsched operator per ATen call that is not a view; views
   and ``getitem`` read their base tensor (a view keeps its storage alive, so its readers
   read the base); tensor bytes = numel x element size of the traced value; operator cost
@@ -57,6 +58,7 @@ def capture_joint(name: str, model=None, x=None):
     model ``name`` (or of ``model`` on input ``x`` when given)."""
     import torch
     from torch._functorch.aot_autograd import aot_function
+    from torch._functorch.compile_utils import fx_graph_cse
     from torch._functorch.partitioners import default_partition
 
     if model is None:
@@ -81,7 +83,14 @@ def capture_joint(name: str, model=None, x=None):
 
     nop = (lambda gm, _: gm)
     aot_function(step, fw_compiler=nop, bw_compiler=nop, partition_fn=part)(*params.values(), x)
-    return cap["joint"], cap["inputs"], cap["kw"]
+    # the partitioner's own first steps (dead code, then common subexpressions merged): the
+    # graph it cuts; running them again inside the partitioner changes nothing (same names)
+    joint = cap["joint"]
+    joint.graph.eliminate_dead_code()
+    joint.recompile()
+    joint.graph = fx_graph_cse(joint.graph)
+    joint.recompile()
+    return joint, cap["inputs"], cap["kw"]
 
 
 def _is_alias(n) -> bool:
@@ -108,6 +117,16 @@ def _flops(n) -> int:
     return max(int(f(*args, **kwargs, out_val=n.meta.get("val"))), 1)
 
 
+def _metadata_only() -> set:
+    """ATen factories whose tensor argument gives only dtype / device / shape (no data read)."""
+    import torch
+
+    aten = torch.ops.aten
+    return {getattr(aten, k) for k in ("new_ones", "new_zeros", "new_empty", "new_full", "new_empty_strided",
+                                       "empty_like", "zeros_like", "ones_like", "full_like", "rand_like",
+                                       "randn_like") if hasattr(aten, k)}
+
+
 def joint_to_graph(joint, name: str) -> Graph:
     """memsched Graph of the joint FX graph ``joint`` (see the module docstring). O(nodes)."""
     import torch
@@ -132,8 +151,11 @@ def joint_to_graph(joint, name: str) -> Graph:
                 of[n] = of.get(n.args[0])
                 continue
             ins: list[str] = []
-            map_arg((n.args, n.kwargs), lambda a: ins.extend(of[a] if isinstance(of.get(a), list) else
-                                                                [of[a]] if of.get(a) else []))
+            if getattr(n.target, "overloadpacket", None) in _metadata_only():
+                pass  # reads only the dtype / device / shape of its tensor argument
+            else:
+                map_arg((n.args, n.kwargs), lambda a: ins.extend(of[a] if isinstance(of.get(a), list) else
+                                                                    [of[a]] if of.get(a) else []))
             v = n.meta.get("val")
             if isinstance(v, (tuple, list)):
                 outs = [f"{n.name}.{i}" if isinstance(x, torch.Tensor) else None for i, x in enumerate(v)]

@@ -216,6 +216,50 @@ def _lookahead(g: Graph, on: bool) -> Lookahead | None:
     return Lookahead(g) if on and 0 < g.n_ops <= LOOKAHEAD_MAX_OPS else None
 
 
+def _expand(T: DPTables, L: Lookahead | None, S: int, pk: int, res: int, ready: int, cond, ub: int | None,
+            floor: int, free_moves: bool, buckets: dict, parent: dict) -> int:
+    """Every successor of the down-set S (one available operator, then free moves) into
+    ``buckets`` (by size) and ``parent``, keeping the least peak per down-set and dropping
+    successors whose peak or lookahead reaches ``ub``. Returns the number of new down-sets.
+    O(available operators x (n / 64 + free-move work))."""
+    new = 0
+    for v in _bits(ready):
+        run, delta = T.step(S, v)
+        npk = max(pk, res + run)
+        if ub is not None and npk >= ub:
+            continue
+        nS = S | (1 << v)
+        nready = T.new_ready(S, ready, v)
+        nres = res + delta
+        ops = (v,)
+        if free_moves:
+            nS, nready, nres, npk, mv = _free_moves(T, nS, nready, nres, npk, floor)
+            if mv:
+                ops = (v, *mv)
+        ncond = None
+        if L is not None:
+            ncond = L.add(cond, ops)
+            if int(ncond.max()) >= ub:
+                continue
+        bk = buckets.setdefault(nS.bit_count(), {})
+        old = bk.get(nS)
+        if old is None or npk < old[0]:
+            new += old is None
+            bk[nS] = (npk, nres, nready, ncond)
+            parent[nS] = (S, ops)
+    return new
+
+
+def _path(parent: dict, S: int) -> list[int]:
+    """The operators along the parent links from the initial down-set to S, in order."""
+    order: list[int] = []
+    while S != -1:
+        prev, ops = parent[S]
+        order[:0] = ops
+        S = prev
+    return order
+
+
 def downset_dp(g: Graph, *, upper_bound: int | None = None, lower_bound: int = 0, max_states: int = 2_000_000,
                time_limit: float | None = None, free_moves: bool = True, beam: int | None = None,
                lookahead: bool = True) -> DPResult:
@@ -277,38 +321,7 @@ def downset_dp(g: Graph, *, upper_bound: int | None = None, lower_bound: int = 0
         for S, (pk, res, ready, cond) in items:
             if ub is not None and pk >= ub:
                 continue
-            for v in _bits(ready):
-                run, delta = T.step(S, v)
-                npk = res + run
-                if npk < pk:
-                    npk = pk
-                if ub is not None and npk >= ub:
-                    continue
-                nS = S | (1 << v)
-                nready = T.new_ready(S, ready, v)
-                nres = res + delta
-                ops = (v,)
-                if free_moves:
-                    nS, nready, nres, npk, mv = _free_moves(T, nS, nready, nres, npk, floor)
-                    if mv:
-                        ops = (v, *mv)
-                ncond = None
-                if L is not None:
-                    ncond = L.add(cond, ops)
-                    if int(ncond.max()) >= ub:
-                        continue
-                k = nS.bit_count()
-                bk = buckets.get(k)
-                if bk is None:
-                    bk = buckets[k] = {}
-                old = bk.get(nS)
-                if old is None:
-                    stored += 1
-                    bk[nS] = (npk, nres, nready, ncond)
-                    parent[nS] = (S, ops)
-                elif npk < old[0]:
-                    bk[nS] = (npk, nres, nready, ncond)
-                    parent[nS] = (S, ops)
+            stored += _expand(T, L, S, pk, res, ready, cond, ub, floor, free_moves, buckets, parent)
             if stored > max_states:
                 exact, reason = False, f"state cap {max_states} reached"
                 break
@@ -322,13 +335,7 @@ def downset_dp(g: Graph, *, upper_bound: int | None = None, lower_bound: int = 0
     wall = time.perf_counter() - t0
     if best_full is None:
         return DPResult(None, None, exact, stored, wall, reason or "no order below the upper bound")
-    order: list[int] = []
-    S = full
-    while S != -1:
-        prev, ops = parent[S]
-        order[:0] = ops
-        S = prev
-    return DPResult(order, best_full, exact, stored, wall, reason)
+    return DPResult(_path(parent, full), best_full, exact, stored, wall, reason)
 
 
 def downset_decide(g: Graph, theta: int, *, max_states: int = 2_000_000, time_limit: float | None = None,
