@@ -34,13 +34,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from memsched.solvers.result import SolverDisagreement
-
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Run one command; its exit status (0 ok, 1 solver disagreement, 2 user error, 130 Ctrl-C)."""
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the command started: one line, no traceback
+        print("memsched: interrupted", file=sys.stderr)
+        return 130
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USER_ERROR
+    return _run(args)
+
+
+def _run(args) -> int:
+    from memsched.solvers.result import SolverDisagreement
+
     try:
         with Interrupts():
             return int(args.func(args) or 0)

@@ -216,3 +216,16 @@ def test_second_ctrl_c_exits_at_once():
     out, err = p.communicate(timeout=30)
     assert p.returncode == 130 and time.perf_counter() - t0 < 1.0, (p.returncode, err)
     assert "exiting" in err
+
+
+def test_ctrl_c_while_the_parser_is_built_is_one_line(monkeypatch, capsys):
+    """Ctrl-C before the command starts (options being parsed): exit 130, one line, no traceback."""
+    import memsched.cli.main as m
+
+    def interrupted_parser():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(m, "build_parser", interrupted_parser)
+    assert m.main(["info", G100]) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == "memsched: interrupted"
