@@ -54,6 +54,10 @@ GRAPHS = {
     "rl_n250": "random_layered/random_layered_n250_w0.43_nlv0.75_ed0.2_scd0.14.json",
 }
 RATIOS = (0.9, 0.8, 0.7, 0.6)
+ROWS_23 = ("VGG16:0.9,VGG19:0.9,VGG19:0.8,fcn_8:0.9,fcn_8:0.8,fcn_8:0.7,segnet:0.9,segnet:0.8,vgg_unet:0.9,"
+           "vgg_unet:0.8,rl_n100:0.9,rl_n100:0.6,rl_n250:0.6,MobileNet:0.9,ResNet50:0.9,VGG16:0.8,VGG19:0.7,VGG19:0.6,"
+           "fcn_8:0.6,rl_n250:0.9,rl_n100:0.8,rl_n250:0.8,MobileNet:0.8")
+EARLIER_RUN = "nice .venv/bin/python benchmarks/bench_remat_proofs.py --time-limit 60 --workers 2 --rows " + ROWS_23
 
 
 # ------------------------------------------------------------------ Moccasin (subprocess)
@@ -147,11 +151,14 @@ def run_memsched(path, r, order, time_limit, workers) -> dict:
             "budget": res.params.get("budget"), "wall_s": round(time.perf_counter() - t0, 3),
             "time_to_first_s": ex.get("time_to_first_s"), "time_to_best_s": ex.get("time_to_best_s"),
             "time_to_proof_s": ex.get("time_to_proof_s"), "peak": res.peak, "baseline": g.total_cost(),
-            "scope": res.scope, "class_status": res.class_status, "message": res.message[:200]}
+            "scope": res.scope, "class_status": res.class_status, "message": (res.message or "")[:200],
+            "stopped": res.params.get("stop"), "given_relaxation": res.params.get("given_relaxation")}
 
 
 # ------------------------------------------------------------------ report
 def load_results() -> dict:
+    """The last line of each (graph, r, tool); the line before it (an earlier run, e.g. before
+    a change, kept by ``--rerun``) is attached as ``earlier``."""
     out = {}
     if RESULTS.exists():
         for ln in RESULTS.read_text().splitlines():
@@ -159,7 +166,10 @@ def load_results() -> dict:
                 d = json.loads(ln)
             except ValueError:
                 continue
-            out[(d["graph"], d["r"], d["tool"])] = d
+            key = (d["graph"], d["r"], d["tool"])
+            if key in out:
+                d["earlier"] = {k: v for k, v in out[key].items() if k != "earlier"}
+            out[key] = d
     return out
 
 
@@ -181,17 +191,26 @@ def write_section(res: dict, cmd: str, time_limit, workers) -> None:
              "Reproduce: `" + cmd + "` (results: benchmarks/results/remat_proofs.jsonl). "
              f"{time_limit:g} s per instance for memsched (each order), {time_limit:g} s per phase for Moccasin, "
              f"{workers} CP-SAT workers for both, `--cap 1` (at most 2 computations per operator). "
-             "The machine (2 cores) was shared with other jobs during the run, so times are noisy.", "",
+             "The machine (2 cores) was shared with other jobs during the run, so times are noisy. "
+             "Tools and rows this command did not run keep their earlier results from the file: the `free` and "
+             "Moccasin columns come from the full run `" + EARLIER_RUN + "` (03:00-03:48 UTC, before the given-order "
+             "stage relaxation; the free-order path is unchanged by it except for the objective-floor domain).", "",
+             "The `given` columns answer `--order given`: their `optimal`/`infeasible` hold for the given-order class "
+             "(first computations in the given order, recomputations anywhere, at most 2 computations per operator), "
+             "never for free order; the `free` columns answer `--order free`. `given, earlier run` is the previous result "
+             "of the same row in benchmarks/results/remat_proofs.jsonl (kept by `--rerun given`), i.e. before the "
+             "given-order stage relaxation (docs/remat.md) and the objective-floor domain were added.", "",
              "Only the rows listed ran. memsched budgets are floor(r x P) in memsched's memory model; Moccasin's are "
              "ceil(r x its topological-order memory) in its own (operator outputs only), listed as `B (Moccasin)`. "
              "Moccasin's model fixes every computation to a stage event (use_stage=True), i.e. Checkmate's stage class, "
              "which is narrower than the given-order class memsched decides; its optimum can be higher "
              "(tests/test_remat_given_cp.py checks stage >= given by brute force).", "",
-             "| graph | r | budget | given: value | given: status | given: proof s | free: value | free: status | "
+             "| graph | r | budget | given: value | given: status | given: proof s | given, earlier run: status / "
+             "proof s | free: value | free: status | "
              "free: lower bound | free: gap % | free: first / best s | B (Moccasin) | Moccasin: value | "
              "Moccasin: status | Moccasin: s |",
-             "|" + "---|" * 15]
-    both, ratios_t = [], []
+             "|" + "---|" * 16]
+    both, ratios_t, same, only_m = [], [], [], []
     for g, r in keys:
         gv = res.get((g, r, "given"), {})
         fv = res.get((g, r, "free"), {})
@@ -199,10 +218,16 @@ def write_section(res: dict, cmd: str, time_limit, workers) -> None:
         gap = fv.get("gap")
         lines.append(" | ".join([
             f"| {g}", f"{r:g}", _v(gv.get("budget") or fv.get("budget")), _v(gv.get("value")), gv.get("status", "not run"),
-            _t(gv.get("time_to_proof_s")), _v(fv.get("value")), fv.get("status", "not run"), _v(fv.get("lower_bound")),
+            _t(gv.get("time_to_proof_s")),
+            "-" if not gv.get("earlier") else f"{gv['earlier'].get('status')} / {_t(gv['earlier'].get('time_to_proof_s'))}",
+            _v(fv.get("value")), fv.get("status", "not run"), _v(fv.get("lower_bound")),
             "-" if gap is None else f"{100 * gap:.3f}",
             f"{_t(fv.get('time_to_first_s'))} / {_t(fv.get('time_to_best_s'))}",
             _v(mv.get("moccasin_budget")), _v(mv.get("value")), mv.get("status", "not run"), _t(mv.get("wall_s"))]) + " |")
+        if gv.get("status") == "optimal" and mv.get("status") == "OPTIMAL":
+            same.append(gv.get("value") == mv.get("value"))
+        if mv.get("status") in ("OPTIMAL", "INFEASIBLE") and gv.get("status") not in ("optimal", "infeasible"):
+            only_m.append(f"{g} {r:g}")
         if gv.get("status") in ("optimal", "infeasible") and mv.get("status") in ("OPTIMAL", "INFEASIBLE"):
             both.append((g, r))
             ratios_t.append((gv.get("time_to_proof_s") or 0.0) / max(1e-3, mv.get("wall_s") or 1e-3))
@@ -216,7 +241,10 @@ def write_section(res: dict, cmd: str, time_limit, workers) -> None:
               f"{'-' if not gaps else f'{100 * statistics.median(gaps):.3f} %'} ({len(gaps)} rows).",
               f"* Rows both memsched (given) and Moccasin decide: {len(both)}"
               + ("" if not ratios_t else f"; median ratio of memsched's time to proof to Moccasin's wall time "
-                                         f"{statistics.median(ratios_t):.2f}"), ""]
+                                         f"{statistics.median(ratios_t):.2f}"),
+              f"* Rows both prove optimal: {len(same)}, with identical values on {sum(same)}.",
+              "* Rows Moccasin decides (in its stage class) and memsched `--order given` does not within the limit: "
+              + (", ".join(only_m) if only_m else "none") + ".", ""]
     SECTION.write_text("\n".join(lines) + "\n")
 
 
@@ -231,6 +259,8 @@ def main(argv=None) -> int:
                     help="a Python with the OR-Tools Moccasin was written for (9.7; 9.15 rejects its generators)")
     ap.add_argument("--moccasin-one", nargs=5, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--rerun", default="", help="comma list of tools to run again on the rows although results exist "
+                                                "(the earlier result stays in the file and in the table)")
     a = ap.parse_args(argv)
     if a.moccasin_one:
         path, r, tl, w, mdir = a.moccasin_one
@@ -245,12 +275,14 @@ def main(argv=None) -> int:
     done = load_results()
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     cmd = "nice .venv/bin/python benchmarks/bench_remat_proofs.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    rerun_done: set = set()
     if not a.report_only:
         for g, r in rows:
             path = str(DATA / GRAPHS[g])
             for tool in tools:
-                if (g, r, tool) in done:
+                if (g, r, tool) in done and tool not in a.rerun.split(",") or (g, r, tool) in rerun_done:
                     continue
+                rerun_done.add((g, r, tool))
                 if tool == "moccasin":
                     if not Path(a.moccasin_dir, "src", "moccasin", "cp.py").exists():
                         continue
@@ -258,9 +290,11 @@ def main(argv=None) -> int:
                 else:
                     d = run_memsched(path, r, tool, a.time_limit, a.workers)
                 d.update({"graph": g, "r": r, "tool": tool, "time_limit": a.time_limit, "workers": a.workers})
+                if (g, r, tool) in done:
+                    d["earlier"] = {k: v for k, v in done[(g, r, tool)].items() if k != "earlier"}
                 done[(g, r, tool)] = d
                 with RESULTS.open("a") as f:
-                    f.write(json.dumps(d) + "\n")
+                    f.write(json.dumps({k: v for k, v in d.items() if k != "earlier"}) + "\n")
                 print(f"{g} {r} {tool}: {d.get('status')} {d.get('value')} [{d.get('wall_s')} s]", flush=True)
                 write_section(done, cmd, a.time_limit, a.workers)
     write_section(done, cmd, a.time_limit, a.workers)
