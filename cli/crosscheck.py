@@ -170,21 +170,27 @@ def plot_timelines(rep: CrosscheckReport, path: str) -> None:
     save_figure(timelines_figure(rep), path, "--plot", dpi=120, bbox_inches="tight")
 
 
+def _bytes(n) -> str:
+    """Bytes with their unit even below 1 KiB (a progress line has no header to say so)."""
+    text = fmt_bytes(n)
+    return text + " B" if n is not None and abs(int(n)) < 1024 else text
+
+
 def step_text(rep_graph, step) -> str:
     """One progress line for a finished cross-check step, in bytes and compute units."""
     r = step.row
     if step.phase == "bounds":
-        return f"bounds: lower bound on an order's peak {fmt_bytes(step.lower_bound)}"
+        return f"bounds: lower bound on an order's peak {_bytes(step.lower_bound)}"
     if step.phase == "programs":
         return f"ran {step.count} programs on {step.method}" + (f" ({step.note})" if step.note else "")
     if r is None:
-        return f"{step.method}: {step.note}"
+        return f"remat {step.method.removeprefix('remat-')} at budget {_bytes(step.budget)}: {step.note}"
     if r.problem == "order":
-        return f"order {r.method}: peak {fmt_bytes(r.claimed_peak)}" + ("" if r.method != "exact" else f" ({r.status})")
+        return f"order {r.method}: peak {_bytes(r.claimed_peak)}" + ("" if r.method != "exact" else f" ({r.status})")
     base = rep_graph.total_cost()
     extra = "" if r.claimed_compute is None or not base else f" (+{100 * (r.claimed_compute - base) / base:.2f}%)"
     comp = "no schedule" if r.claimed_compute is None else f"compute {r.claimed_compute:.6g}{extra}"
-    return f"remat {r.method.removeprefix('remat-')} at budget {fmt_bytes(step.budget)}: {r.status}, {comp}"
+    return f"remat {r.method.removeprefix('remat-')} at budget {_bytes(step.budget)}: {r.status}, {comp}"
 
 
 def cli(args) -> int:

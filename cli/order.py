@@ -79,8 +79,10 @@ def cmd_eval(args) -> int:
 def cmd_order(args) -> int:
     from memsched.solvers.ordering import dispatch as ordering
 
+    from memsched.cli.progress import TimeBar
+
     g = load_graph(args.graph)
-    with solver_output_to_stderr():
+    with solver_output_to_stderr(), TimeBar("order --exact", args.time_limit, enabled=args.exact and not args.json):
         res = ordering.solve_order(g, method=args.method, exact=args.exact, time_limit=args.time_limit,
                                    workers=args.workers, seed=args.seed, progress=not args.json)
     mark_interrupted(res)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 
-__all__ = ["ProgressBar"]
+__all__ = ["ProgressBar", "TimeBar"]
 
 
 class ProgressBar:
@@ -101,3 +101,48 @@ class ProgressBar:
             self._rich.console.print(text, markup=False, highlight=False)
         else:
             print(text, file=self.stream, flush=True)
+
+
+class TimeBar:
+    """A terminal bar for a solve bounded by a time limit (``order --exact``): elapsed
+    seconds of ``limit_s``, redrawn by a background thread; lines the solver prints on
+    stderr meanwhile show above it. Off the terminal (or when not ``enabled``) it draws
+    nothing and the solver's own periodic lines are the progress."""
+
+    def __init__(self, label: str, limit_s: float, *, enabled: bool = True, stream=None):
+        self.label, self.limit_s = label, float(limit_s)
+        self.stream = stream or sys.stderr
+        self.on = enabled and bool(getattr(self.stream, "isatty", lambda: False)())
+        self._rich = self._thread = None
+        self._stop = None
+
+    def __enter__(self):
+        if not self.on:
+            return self
+        import threading
+
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._rich = Progress(TextColumn("[bold]{task.fields[label]}"), BarColumn(), TimeElapsedColumn(),
+                              TextColumn(f"of the {self.limit_s:g} s time limit"),
+                              console=Console(file=self.stream, stderr=self.stream is sys.stderr), transient=True)
+        self._rich.start()
+        task = self._rich.add_task("", total=self.limit_s, label=self.label)
+        self._stop = threading.Event()
+        t0 = time.perf_counter()
+
+        def tick():
+            while not self._stop.wait(0.25):
+                self._rich.update(task, completed=min(self.limit_s, time.perf_counter() - t0))
+        self._thread = threading.Thread(target=tick, daemon=True, name="memsched-timebar")
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._rich is not None:
+            self._stop.set()
+            self._thread.join(timeout=1.0)
+            self._rich.stop()
+            self._rich = None
+        return False

@@ -340,7 +340,7 @@ def _remat(st: _Run, budget) -> None:
             st.add(_row_from_result(res, "remat-cp", "remat", remat.result_json(g, res)))
             break
         st.total += 1
-        st.step("remat", "remat-cp", note=f"no schedule at {b}; trying the next ratio", budget=st.budget)
+        st.step("remat", "remat-cp", note=f"no schedule ({res.status}); trying the next ratio", budget=st.budget)
     methods = (["remat-milp"] if g.n_ops <= MILP_MAX_OPS else []) + list(BASELINES)
     for m in methods:
         try:
