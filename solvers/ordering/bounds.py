@@ -587,6 +587,64 @@ def naive_reversed_graph_bound(g: Graph) -> int:
 
 
 # ------------------------------------------------------------------ pairs
+def _pair_candidates(n: int, hot: list[int], mems: list[list[int]], best: int, r, out_of_time):
+    """Incomparable pairs (a hot operator and a partner) whose estimate, the least over the
+    known orders of the larger of the two memories, exceeds ``best``: at most 100,000, best
+    first, as ``(-estimate, u, v)``; partners are every operator or, on large graphs, the
+    highest-memory ones (about 200,000 pairs listed). Returns (candidates, complete)."""
+    hot_set = set(hot)
+    complete = True
+    pool = range(n)
+    if hot and n * len(hot) > 200_000:
+        pool = sorted(range(n), key=lambda v: -max(m[v] for m in mems))[:max(1, 200_000 // len(hot))]
+        complete = False
+    cands: list = []  # a min-heap of the max_cands best (est, u, v)
+    max_cands = 100_000
+    steps = 0
+    for u in hot:
+        if out_of_time():
+            return sorted(((-e, a, b) for e, a, b in cands)), False
+        cu = (r.anc[u] | r.desc[u]) if r is not None else 0
+        for v in pool:
+            steps += 1
+            if steps & 4095 == 0 and out_of_time():
+                return sorted(((-e, a, b) for e, a, b in cands)), False
+            if v == u or (v in hot_set and v < u) or (cu >> v) & 1:
+                continue
+            est = min(max(m[u], m[v]) for m in mems)
+            if est > best:
+                if len(cands) < max_cands:
+                    heapq.heappush(cands, (est, u, v))
+                elif est > cands[0][0]:
+                    heapq.heapreplace(cands, (est, u, v))
+                    complete = False
+    return sorted(((-e, a, b) for e, a, b in cands)), complete
+
+
+def _pair_value(ts: "TrapSolver", u: int, v: int, best: int, out_of_time) -> int | None:
+    """The pair value ``min over the two cases of max(trap(second | first before),
+    trap(first | second after))`` when it may exceed ``best``, else None (a case already at
+    most ``best``, or time ran out inside the pair: no claim). A contradictory case (the
+    trap solver returns None) is impossible and drops out of the minimum."""
+    cases = []
+    for first, second in ((u, v), (v, u)):
+        if cases and out_of_time():  # the pair is left unfinished: no claim from it
+            return None
+        a1 = ts.trap(second, extra_in=1 << first)
+        if a1 is None:
+            cases.append(None)
+            continue
+        if a1 > best:
+            cases.append(a1)
+            continue
+        a2 = ts.trap(first, extra_out=1 << second)
+        cases.append(None if a2 is None else max(a1, a2))
+        if cases[-1] is not None and cases[-1] <= best:
+            return None
+    vals = [c for c in cases if c is not None]
+    return min(vals) if vals else None
+
+
 def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: float = 0.3,
                max_pairs: int | None = None, *, info: dict | None = None, max_hot: int = 512,
                clock=time.perf_counter) -> int:
@@ -632,39 +690,8 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
     if len(hot) > max_hot:
         hot = sorted(hot, key=lambda v: -max(m[v] for m in mems))[:max_hot]
         complete = False
-    hot_set = set(hot)
-    # partners: every operator, or on large graphs the highest-memory ones (about 200,000
-    # pairs listed at most; a subset of the pairs gives a valid bound)
-    pool = range(n)
-    if hot and n * len(hot) > 200_000:
-        pool = sorted(range(n), key=lambda v: -max(m[v] for m in mems))[:max(1, 200_000 // len(hot))]
-        complete = False
-    cands: list = []  # a min-heap of the max_cands best (est, u, v)
-    max_cands = 100_000
-    steps = 0
-    for u in hot:
-        if out_of_time():
-            complete = False
-            break
-        cu = (r.anc[u] | r.desc[u]) if r is not None else 0
-        for v in pool:
-            steps += 1
-            if steps & 4095 == 0 and out_of_time():
-                complete = False
-                break
-            if v == u or (v in hot_set and v < u) or (cu >> v) & 1:
-                continue
-            est = min(max(m[u], m[v]) for m in mems)
-            if est > best:
-                if len(cands) < max_cands:
-                    heapq.heappush(cands, (est, u, v))
-                elif est > cands[0][0]:
-                    heapq.heapreplace(cands, (est, u, v))
-                    complete = False
-        else:
-            continue
-        break
-    cands = sorted(((-e, u, v) for e, u, v in cands))
+    cands, complete_list = _pair_candidates(n, hot, mems, best, r, out_of_time)
+    complete = complete and complete_list
     tried = 0
     for negest, u, v in cands:
         if -negest <= best:
@@ -673,24 +700,9 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
             complete = False
             break
         tried += 1
-        cases = []
-        for first, second in ((u, v), (v, u)):
-            if cases and out_of_time():  # the pair is left unfinished: no claim from it
-                break
-            a1 = ts.trap(second, extra_in=1 << first)
-            if a1 is None:
-                cases.append(None)
-                continue
-            if a1 > best:
-                cases.append(a1)
-                continue
-            a2 = ts.trap(first, extra_out=1 << second)
-            cases.append(None if a2 is None else max(a1, a2))
-            if cases[-1] is not None and cases[-1] <= best:
-                break
-        vals = [c for c in cases if c is not None]
-        if len(cases) == 2 and vals:
-            best = max(best, min(vals))
+        val = _pair_value(ts, u, v, best, out_of_time)
+        if val is not None:
+            best = max(best, val)
     _note(info, complete=complete, pairs=tried)
     return best
 
