@@ -6,12 +6,15 @@ judged by the brute-force referee (tests/referee.py) on random tiny graphs,
   class is;
 * the referee's optimal schedule (when it recomputes nothing uselessly) is itself a solution
   of the relaxation (its assignment satisfies every constraint);
-* ``proofs.given_relaxation_bound`` never claims more than the referee's optimum.
+* ``proofs.given_relaxation_bound`` never claims more than the referee's optimum, and the
+  schedule it builds from the relaxation's solution is a valid schedule of the class.
 """
 from __future__ import annotations
 
 from hypothesis import HealthCheck, Phase, given, settings
 
+from memsched.formulations import evaluate
+from memsched.formulations.problems import first_computations_follow
 from memsched.formulations.remat_given_relax import build_given_relaxation
 from memsched.solvers.engines.cpsat import solve_cpsat
 from memsched.solvers.remat.proofs import given_relaxation_bound
@@ -79,3 +82,7 @@ def test_the_bound_never_exceeds_the_optimum(inst):
     if truth.compute is not None:
         assert rb.lower_bound <= truth.compute + 1e-6, (rb.lower_bound, truth.compute)
         assert not rb.infeasible
+    if rb.schedule is not None:  # the relaxation's solution run stage by stage: a schedule of the class
+        ev = evaluate(g, rb.schedule)
+        assert ev.peak <= B and max(ev.compute_counts) <= 2 and first_computations_follow(g, rb.schedule)
+        assert truth.compute is not None and ev.compute >= truth.compute - 1e-6

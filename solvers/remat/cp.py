@@ -402,6 +402,11 @@ def _given_relaxation(s: _Solve) -> SolveResult | None:
                                 workers=s.workers, seed=s.seed)
     s.params["given_relaxation"] = {"extra": rb.extra, "complete": rb.complete, "s": round(time.perf_counter() - t, 3)}
     s.floor = max(s.floor, rb.lower_bound)
+    if rb.schedule is not None and s.fits(rb.schedule) and \
+            evaluate(g, rb.schedule).compute < evaluate(g, s.hint).compute - 1e-9:
+        s.hint = rb.schedule  # the relaxation's solution, run stage by stage, is a schedule within B
+        s.hint_time = s.elapsed()
+        s.params["given_relaxation"]["schedule"] = True
     if same_value(s.floor, evaluate(g, s.hint).compute, "compute"):
         return s.result(s.hint, status=Status.OPTIMAL, objective="compute", lower_bound=s.floor,
                         extra={"time_to_best_s": round(s.hint_time, 3)},

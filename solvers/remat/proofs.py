@@ -47,6 +47,10 @@ class ThresholdBound:
         return self.baseline + self.extra
 
 
+# CP-SAT subsolvers for the given-order relaxation (module function given_relaxation_bound).
+RELAX_SUBSOLVERS = ("max_lp", "core")
+
+
 def _stop_if_interrupted(run) -> None:
     """Ctrl-C stopped this check's search: stop the whole bound (the driver keeps its best
     schedule so far); an interrupted check proves nothing."""
@@ -235,8 +239,10 @@ def given_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = N
     -------
     ThresholdBound
         ``extra`` the proven extra compute (0 when nothing was proven), ``complete`` True when
-        CP-SAT solved the relaxation to optimality (or the cut refuted), ``infeasible`` True
-        when the relaxation itself has no solution (no schedule of the class fits B).
+        CP-SAT solved the relaxation to optimality, ``infeasible`` True when the relaxation
+        itself has no solution (no schedule of the class fits B), ``schedule`` the stage-class
+        schedule built from the relaxation's solution when it is valid within B and the caps
+        (the driver keeps it when it is cheaper than its incumbent).
         Without finite caps, or with non-integer costs, the baseline only.
 
     Complexity
@@ -260,7 +266,11 @@ def given_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = N
     left = time_limit - (time.perf_counter() - t0)
     if left < 0.1:
         return out
-    run = solve_cpsat(rx.model, time_limit=left, workers=int(workers), seed=seed, name="remat-given-relaxation")
+    # a pure Boolean model with a sum objective: the LP-heavy and core-based workers prove its
+    # bound fastest (segnet-train 0.9: 11.7 s to optimal with them, no bound above 0 in 20 s with
+    # the default portfolio; docs/remat.md)
+    run = solve_cpsat(rx.model, time_limit=left, workers=int(workers), seed=seed, name="remat-given-relaxation",
+                      params={"subsolvers": list(RELAX_SUBSOLVERS)})
     _stop_if_interrupted(run)
     took = round(time.perf_counter() - t0, 3)
     if run.status == "infeasible":
@@ -278,4 +288,31 @@ def given_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = N
         out.extra = float(math.ceil(bound - 1e-6) * rx.cost_div)
     out.complete = run.status == "optimal"
     out.checks.append((out.extra, f"relaxation {run.status}", took))
+    if run.has_solution:
+        out.schedule = _stage_schedule(graph, B, caps, rx.decode(run.solver.BooleanValue))
     return out
+
+
+def _stage_schedule(graph: Graph, B: int, caps, stages: dict):
+    """The schedule that runs each stage's recomputations of a relaxation solution in
+    given-order position before the stage's first computation (a schedule of Checkmate's
+    stage class, frees after each copy's last read), when it is valid, fits ``B`` and the caps;
+    else None. A relaxation solution need not be realizable this way (it is a relaxation)."""
+    from memsched.formulations import evaluate
+    from memsched.formulations.evaluator import ScheduleError
+    from memsched.solvers.remat.budgets import check_caps
+    from memsched.solvers.remat.local_search import schedule_from_sequence
+
+    pi = graph.given_order()
+    pos = {v: i for i, v in enumerate(pi)}
+    seq: list[int] = []
+    for i in range(len(pi) + 1):
+        seq += sorted(stages.get(i, ()), key=pos.__getitem__)
+        if i < len(pi):
+            seq.append(pi[i])
+    sched = schedule_from_sequence(graph, seq)
+    try:
+        ev = evaluate(graph, sched)
+    except ScheduleError:
+        return None
+    return sched if ev.peak <= B and check_caps(graph, sched, caps) is None else None
