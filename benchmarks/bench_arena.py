@@ -258,6 +258,53 @@ def bench_random(tl, lines, res, quick):
     res["random"] = out
 
 
+ABL_HEAD = "## Ablation: how a group starts after the search splits"
+
+
+def bench_ablation(tl):
+    """The fit search alone (round robin of WAT, TAW, TWA, no CP-SAT) at capacity 1,048,576 under
+    the three split modes of the compiled kernel. Returns the section's lines."""
+    from memsched.solvers.arena import exact
+    from memsched.solvers.arena.buffers import components
+
+    t0 = time.perf_counter()
+    lines = [ABL_HEAD, "",
+             f"Reproduce: `nice .venv/bin/python benchmarks/bench_arena.py --ablation` (this section only; load average "
+             f"at start {load()}). The fit search alone (`exact._fit`, method `search`: the three preorders in "
+             f"round robin, no CP-SAT) at capacity 1,048,576, {tl:g} s limit, under each way a group of a split "
+             "starts: **restart + re-rank** (the default: canonical order restarted, preorder recomputed from the "
+             "current section totals), **restart** (static ranks), **continue** (from the split's offset and rank, "
+             "static ranks: the search before this change). All three are complete (docs/arena.md); only the "
+             "order of exploration differs. Each independent part (time points no buffer crosses) is searched "
+             "alone, as `solve_arena` does. Seconds (search nodes); '-' = no answer in the limit.", "",
+             "| instance | restart + re-rank | restart | continue |", "|---|---:|---:|---:|"]
+    rows = []
+    for f in sorted(DATA.glob("*.csv")):
+        live = [b for b in read_arena_csv(f) if b.size > 0]
+        parts = [exact._Part([live[i] for i in c]) for c in components(live)]  # as solve_arena splits
+        cells = []
+        for mode in (2, 1, 0):
+            st: dict = {}
+            t = time.perf_counter()
+            r = "found"
+            for part in parts:  # one deadline for all parts; every part must be placed
+                r, off, h = exact._fit(part, CAP, t + tl, "search", st, split_mode=mode)
+                if r != "found":
+                    break
+                check_placement(part.bufs, off, CAP)
+            dt = time.perf_counter() - t
+            rows.append({"instance": f.name.split(".")[0], "mode": mode, "result": r, "wall_s": dt,
+                         "nodes": st.get("nodes", 0), "parts": len(parts)})
+            cells.append(f"{fmt_t(dt)} ({st.get('nodes', 0)})" if r == "found" else f"- ({st.get('nodes', 0)})")
+        lines.append(f"| {f.name.split('.')[0]} | " + " | ".join(cells) + " |")
+        print(lines[-1], flush=True)
+    solved = {m: sum(1 for x in rows if x["mode"] == m and x["result"] == "found") for m in (2, 1, 0)}
+    lines += ["", f"Found within {tl:g} s: restart + re-rank {solved[2]}, restart {solved[1]}, continue {solved[0]} "
+              f"of {len(rows) // 3}. Load average at end {load()}; {time.perf_counter() - t0:.0f} s.", ""]
+    (ROOT / "benchmarks" / "results" / "arena_ablation.json").write_text(json.dumps(rows, indent=1))
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--minimalloc", default="/work/scratch/mm_src/build/minimalloc",
@@ -266,6 +313,9 @@ def main():
     ap.add_argument("--model-time", type=float, default=20.0)
     ap.add_argument("--random-time", type=float, default=10.0)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--ablation", action="store_true",
+                    help="only the split-mode ablation (replaces that section of 70-arena.md)")
+    ap.add_argument("--ablation-time", type=float, default=30.0)
     a = ap.parse_args()
     exe = a.minimalloc if Path(a.minimalloc).exists() else None
     # warm-up: the compiled search is built (or loaded from numba's cache) before any timing
@@ -274,6 +324,19 @@ def main():
 
     warm = [Buffer("a", 0, 2, 2), Buffer("b", 1, 3, 2), Buffer("c", 2, 4, 2), Buffer("d", 0, 1, 1)]
     search_fits(warm, 6)
+    out = ROOT / "benchmarks" / "sections" / "70-arena.md"
+    old = out.read_text() if out.exists() else ""
+    kept = old[old.index(ABL_HEAD):] if ABL_HEAD in old else ""
+    if a.ablation:
+        from memsched.solvers.arena import exact
+
+        part = exact._Part(warm)
+        for mode in (0, 1, 2):  # compile the kernel before timing
+            exact._fit(part, 6, time.perf_counter() + 60, "search", {}, split_mode=mode)
+        body = old[:old.index(ABL_HEAD)] if ABL_HEAD in old else old
+        out.write_text(body.rstrip("\n") + "\n\n" + "\n".join(bench_ablation(a.ablation_time)))
+        print(f"wrote {out}")
+        return
     t0 = time.perf_counter()
     lines = ["## Static arena planning (bench_arena)", "",
              f"Machine: {platform.machine()}, {os.cpu_count()} CPUs shared with other jobs; load average at start "
@@ -290,8 +353,7 @@ def main():
     bench_random(a.random_time, lines, res, a.quick)
     lines += [f"Load average at end {load()}; total {time.perf_counter() - t0:.0f} s. Exact figures: "
               "`benchmarks/results/arena.json`.", ""]
-    out = ROOT / "benchmarks" / "sections" / "70-arena.md"
-    out.write_text("\n".join(lines))
+    out.write_text("\n".join(lines) + ("\n" + kept if kept else ""))
     (ROOT / "benchmarks" / "results" / "arena.json").write_text(json.dumps(res, indent=1, default=str))
     print(f"wrote {out}")
 

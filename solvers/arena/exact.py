@@ -326,8 +326,8 @@ class _KSearch:
     CHUNK = 20000
 
     def __init__(self, part: _Part, cap: int, rank: np.ndarray, deadline: float, node_limit: int | None,
-                 improve: bool, heur: str = "WAT"):
-        self.k = KernelState(part, cap, rank, improve, heur)
+                 improve: bool, heur: str = "WAT", split_mode: int = 2):
+        self.k = KernelState(part, cap, rank, improve, heur, split_mode)
         self.deadline = deadline
         self.node_limit = node_limit
         self.improve = improve
@@ -367,12 +367,17 @@ class _KSearch:
                 raise _Timeout
 
 
-def _make_search(part: _Part, cap: int, heur: str, deadline: float, node_limit: int | None, improve: bool):
+def _make_search(part: _Part, cap: int, heur: str, deadline: float, node_limit: int | None, improve: bool,
+                 split_mode: int = 2):
     """The compiled engine when numba is present and the arrays stay small, else numpy; the
-    search under the static preorder ``heur`` (also used for the groups of a split)."""
+    search under the static preorder ``heur`` (also used for the groups of a split).
+    ``split_mode`` (compiled engine only, for the measured ablation): how a group starts after a
+    split, 2 restart under a recomputed preorder (the default), 1 restart, 0 continue."""
     rank = part.rank(heur)
+    if split_mode != 2 and ENGINE != "numba":
+        raise RuntimeError("split modes other than 2 need the compiled engine (numba)")
     if ENGINE == "numba" and KernelState.fits(part):
-        return _KSearch(part, cap, rank, deadline, node_limit, improve, heur)
+        return _KSearch(part, cap, rank, deadline, node_limit, improve, heur, split_mode)
     return _Search(part, cap, rank, deadline, node_limit, improve, heur)
 
 
@@ -441,7 +446,7 @@ def _up(x: int, g: int) -> int:
     return -(-x // g) * g
 
 
-def _fit(part: _Part, goal: int, deadline: float, method: str, stats: dict):
+def _fit(part: _Part, goal: int, deadline: float, method: str, stats: dict, split_mode: int = 2):
     """Is there a placement of height <= ``goal``? The static preorders in round robin with doubling
     node limits (a run that finishes under its limit is complete); in ``auto`` CP-SAT takes a turn
     in each round with a quarter of the time the round's searches took. Returns
@@ -453,7 +458,7 @@ def _fit(part: _Part, goal: int, deadline: float, method: str, stats: dict):
         while True:
             t_round = time.perf_counter()
             for h in PREORDERS:
-                s = _make_search(part, goal, h, deadline, limit, improve=False)
+                s = _make_search(part, goal, h, deadline, limit, improve=False, split_mode=split_mode)
                 try:
                     found = s.run()
                 except _Abort:

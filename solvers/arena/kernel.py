@@ -118,11 +118,14 @@ def _unrank(rank, rl_i, rl_v, st, upto):
 
 
 @njit(cache=True)
-def _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, d_lo, d_lr, d, k,
+def _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, f_o, f_r, d_lo, d_lr, d, k,
                  tot, wid, area, size, heur, rank, rl_i, rl_v, gbuf, tmp, keys):
     """Make the next non-empty group of frame k active at depth d; False when none is left.
     The group restarts the canonical order (offset -1, rank -1) under fresh ranks computed
-    from the current section totals (docs/arena.md, "Components and dynamic decomposition")."""
+    from the current section totals (docs/arena.md, "Components and dynamic decomposition").
+    ``st[16]`` (the split mode) selects it: 2 (the default) restart and re-rank; 1 restart with
+    the static ranks; 0 continue from the split's offset and rank with the static ranks (the
+    search before the restart). All three are complete; 0 and 1 exist for the measured ablation."""
     n = grp.shape[0]
     while f_j[k] < f_m[k]:
         lab = f_L[k] + f_j[k]
@@ -142,10 +145,15 @@ def _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, d_lo, d_lr, d, k,
             st[10] = lo
             st[11] = hi
             st[2] = cnt
-            d_lo[d] = -1
-            d_lr[d] = -1
-            _rerank(lab, grp, unpl, first, last, tot, wid, area, size, heur, rank, rl_i, rl_v, st, gbuf, tmp,
-                    keys)
+            if st[16] == 0:  # ablation only: continue from the split's (offset, rank), old ranks
+                d_lo[d] = f_o[k]
+                d_lr[d] = f_r[k]
+            else:
+                d_lo[d] = -1
+                d_lr[d] = -1
+            if st[16] == 2:
+                _rerank(lab, grp, unpl, first, last, tot, wid, area, size, heur, rank, rl_i, rl_v, st, gbuf, tmp,
+                        keys)
             return True
         f_j[k] += 1
     return False
@@ -154,13 +162,13 @@ def _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, d_lo, d_lr, d, k,
 @njit(cache=True)
 def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
                  minoff, unpl, low, tot, off, st, grp, cross, zeros,
-                 f_d1, f_pl, f_pb, f_pg0, f_pg1, f_rl, f_L, f_m, f_j,
+                 f_d1, f_pl, f_pb, f_pg0, f_pg1, f_rl, f_o, f_r, f_L, f_m, f_j,
                  wid, area, heur, rl_i, rl_v, gbuf, tmp, keys,
                  d_lo, d_lr, d_A, d_T, d_cnt, d_pos, d_b, d_hat, d_mlog, d_llog, cand,
                  mlog_i, mlog_v, llog_i, llog_v, best_off, budget):
     """Run the depth-first search for at most ``budget`` nodes. ``st``: [depth, phase, left,
     cap, improve, mlog top, llog top, best height, nodes, base depth, group's first section,
-    group's end section, active group label, frames, next label, rank log top]. Candidates are
+    group's end section, active group label, frames, next label, rank log top, split mode]. Candidates are
     the unplaced buffers of the active group. A placement that leaves the group's unplaced
     buffers in independent groups (no unplaced buffer crosses a section boundary between them)
     opens a frame: the groups are solved one after the other, each restarting the canonical
@@ -191,7 +199,7 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
                     while st[13] > 0:
                         k = st[13] - 1
                         f_j[k] += 1
-                        if _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, d_lo, d_lr, d, k,
+                        if _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, f_o, f_r, d_lo, d_lr, d, k,
                                         tot, wid, area, size, heur, rank, rl_i, rl_v, gbuf, tmp, keys):
                             done = False
                             break
@@ -375,6 +383,8 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
                                 f_pg0[k] = g0
                                 f_pg1[k] = g1
                                 f_rl[k] = st[15]
+                                f_o[k] = o
+                                f_r[k] = rank[b]
                                 f_L[k] = st[14]
                                 f_m[k] = nz + 1
                                 f_j[k] = 0
@@ -387,7 +397,8 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
                                                 cnt += 1
                                         grp[c] = f_L[k] + cnt
                                 st[13] = k + 1
-                                _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, d_lo, d_lr, d, k,
+                                _start_group(grp, unpl, first, last, st, f_L, f_m, f_j, f_o, f_r, d_lo, d_lr,
+                                             d, k,
                                              tot, wid, area, size, heur, rank, rl_i, rl_v, gbuf, tmp, keys)
                     break
                 # undo
@@ -467,7 +478,7 @@ def search_chunk(size, rank, ovp, ovi, first, last, secp, seci, a0, a1,
 class KernelState:
     """Arrays of one search (one part, one capacity, one preorder)."""
 
-    def __init__(self, part, cap: int, rank: np.ndarray, improve: bool, heur: str = "WAT"):
+    def __init__(self, part, cap: int, rank: np.ndarray, improve: bool, heur: str = "WAT", split_mode: int = 2):
         n = part.n
         sec = part.sec
         i64 = np.int64
@@ -488,10 +499,11 @@ class KernelState:
         self.low = np.zeros(sec.count, dtype=i64)
         self.tot = np.add.reduceat(part.fsize, part.starts).astype(i64) if sec.count else np.zeros(0, dtype=i64)
         self.off = np.full(n, -1, dtype=i64)
-        self.st = np.array([0, 0, n, cap, 1 if improve else 0, 0, 0, -1, 0, 0, 0, sec.count, 0, 0, 1, 0], dtype=i64)
+        self.st = np.array([0, 0, n, cap, 1 if improve else 0, 0, 0, -1, 0, 0, 0, sec.count, 0, 0, 1, 0, split_mode],
+                           dtype=i64)
         self.grp = np.zeros(n, dtype=i64)
         self.zeros = np.zeros(sec.count + 1, dtype=i64)
-        self.frames = [np.zeros(n + 1, dtype=i64) for _ in range(9)]
+        self.frames = [np.zeros(n + 1, dtype=i64) for _ in range(11)]
         # per-group preorders (recomputed at each group start; old ranks logged for the undo)
         self.wid = np.array([b.upper - b.lower for b in part.bufs], dtype=i64)
         self.area = self.wid * self.size
