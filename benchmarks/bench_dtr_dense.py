@@ -22,6 +22,14 @@ allocators on the same replays.
         (appends smallest feasible budget and holes per allocator mode)
     .venv/bin/python benchmarks/bench_dtr_dense.py --widths [--traces resnet32,transformer,treelstm,lstm]
         (appends the budget-equivalence interval widths per trace)
+    .venv/bin/python benchmarks/bench_dtr_dense.py --divergence [--traces ...] [--ratios 0.15,0.3,0.5,0.7,0.9]
+        (appends where replays at budgets 1, 10 and 100 resolution steps lower first differ:
+        the most prefix sharing can save)
+    .venv/bin/python benchmarks/bench_dtr_dense.py --prefix-side transformer:0.30:0.303,lstm:0.20:0.202
+        (appends a side by side of dense sub-range scans: interval sharing only vs interval +
+        prefix sharing, both orders, every sample compared)
+    .venv/bin/python benchmarks/bench_dtr_dense.py --capped-scan transformer --cap 600 [--jobs 2]
+        (appends a dense 0.1-1.0 scan stopped after --cap seconds: how much of it is done)
 """
 from __future__ import annotations
 
@@ -347,7 +355,238 @@ def runtime_speed_main(argv) -> int:
     return 0
 
 
+DV_MARK = "### Where replays at nearby budgets first differ (the ceiling of prefix sharing)"
+
+
+def divergence_main(argv) -> int:
+    """Per (trace, ratio): one replay with its budget interval recorded before every command;
+    for the budgets 1, 10 and 100 resolution steps lower, the first command where the
+    interval no longer holds them (position in the schedule and share of the replay's
+    time): a replay at that budget can share at most that prefix."""
+    from memsched.solvers.dtr.runtime import Runtime
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--divergence", action="store_true")
+    ap.add_argument("--traces", default="resnet32,transformer,treelstm,lstm")
+    ap.add_argument("--heuristic", default="dtr")
+    ap.add_argument("--ratios", default="0.15,0.3,0.5,0.7,0.9")
+    ap.add_argument("--no-write", action="store_true")
+    a = ap.parse_args(argv)
+    steps = (1, 10, 100)
+    out = [DV_MARK, "", f"Heuristic {a.heuristic}. Cell: share of the replay's time (and of its schedule) before the "
+           "first command at which a budget k resolution steps (1e-4 x baseline memory) lower leaves the "
+           "interval of the budget tests made so far; 'equal': the whole replay is shared (the final interval "
+           "holds it, already used by interval sharing). Prefix sharing can save at most this share of a "
+           "replay's time.", "",
+           "| trace | ratio | outcome | replay s | " + " | ".join(f"{k} step{'s' if k > 1 else ''} lower" for k in steps)
+           + " |", "|---|---|---|---|" + "---|" * len(steps)]
+    for name in a.traces.split(","):
+        tr = _load(trace_path(name))
+        b = trace_baseline(tr)
+        bm = b["baseline_memory"]
+        for r in (float(x) for x in a.ratios.split(",")):
+            marks = []
+
+            def hook(rt, k):
+                marks.append((k, rt.eq_lo, rt.eq_hi, time.perf_counter()))
+                return k + 1
+            bud = int(r * bm)
+            rt = Runtime(tr, bud, a.heuristic, remat_limit=b["baseline_compute"])
+            t0 = time.perf_counter()
+            o = rt.resume(0, hook)
+            tt = time.perf_counter() - t0
+            cells = []
+            for k in steps:
+                lo = bud - int(k * 1e-4 * bm)
+                m = next((m for m in marks if not (m[1] <= lo < m[2])), None)
+                if m is None and rt.eq_lo <= lo < rt.eq_hi:
+                    cells.append("equal")
+                else:
+                    m = m or marks[-1]
+                    cells.append(f"{(m[3] - t0) / tt:.0%} ({m[0] / len(tr.schedule):.0%})")
+            print(f"divergence {name} {r}: {o} {tt:.2f} s {cells}", flush=True)
+            out.append(f"| {name} | {r} | {o} | {tt:.2f} | " + " | ".join(cells) + " |")
+    block = "\n".join(out + ["", "Command:", "", "  .venv/bin/python benchmarks/bench_dtr_dense.py "
+                              + " ".join(x for x in argv if x != "--no-write"), ""])
+    print(block)
+    if not a.no_write:
+        _append_block(DV_MARK, block)
+    return 0
+
+
+PS_MARK = "### Prefix sharing: side by side"
+
+
+def prefix_side_main(argv) -> int:
+    """Dense sub-range scans (repeats 1, in-process): interval sharing only vs interval +
+    prefix sharing, run in both orders (A B B A) so that load changes fall on both sides;
+    every sample of the two must agree."""
+    import importlib
+
+    sweep_mod = importlib.import_module("memsched.solvers.dtr.sweep")
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--prefix-side", required=True, metavar="TRACE:LO:HI,...")
+    ap.add_argument("--heuristic", default="dtr")
+    ap.add_argument("--resolution", type=float, default=1e-4)
+    ap.add_argument("--no-write", action="store_true")
+    a = ap.parse_args(argv)
+    load = os.getloadavg()
+    out = [PS_MARK, "", f"Heuristic {a.heuristic}, dense scan of each sub-range at {a.resolution:g}, repeats 1, "
+           "in one process; A = interval sharing only (the default before), B = interval + prefix sharing "
+           "(`sweep(..., prefix=True)`: one snapshot per replay, a replay resumes from the deepest snapshot "
+           "whose budget interval holds its budget). Order A B B A, wall seconds summed per side; the snapshot "
+           f"store is emptied before each B run. Load average at start {load[0]:.1f} / {load[1]:.1f} / "
+           f"{load[2]:.1f} (2 cores shared with other helpers).", "",
+           "| trace | range | samples | replays | resumed (of replays) | A: wall s | B: wall s | B / A | "
+           "every sample equal |", "|---|---|---|---|---|---|---|---|---|"]
+    for item in a.prefix_side.split(","):
+        name, lo, hi = item.split(":")
+        tr = _load(trace_path(name))
+        trace_baseline(tr)
+        kw = dict(lo=float(lo), hi=float(hi), resolution=a.resolution, repeats=1, run_timeout=None)
+        walls = {False: 0.0, True: 0.0}
+        res = {}
+        for pre in (False, True, True, False):
+            sweep_mod._PREFIX.clear()
+            t = time.perf_counter()
+            r = sweep(tr, a.heuristic, prefix=pre, **kw)
+            walls[pre] += time.perf_counter() - t
+            res.setdefault(pre, r)
+        same = [key(x) for x in res[False].points] == [key(x) for x in res[True].points]
+        assert same, (name, "prefix sharing changed a sample")
+        ra, rb = res[False], res[True]
+        print(f"prefix side {name} [{lo}, {hi}]: A {walls[False]:.1f} s B {walls[True]:.1f} s, "
+              f"{rb.resumed}/{rb.replays} resumed, equal={same}", flush=True)
+        out.append(f"| {name} | {lo}-{hi} | {len(rb.points)} | {rb.replays} | {rb.resumed} | {walls[False]:.1f} | "
+                   f"{walls[True]:.1f} | {walls[True] / walls[False]:.2f} | {'yes' if same else 'NO'} |")
+    block = "\n".join(out + ["", "Command:", "", "  .venv/bin/python benchmarks/bench_dtr_dense.py "
+                              + " ".join(x for x in argv if x != "--no-write"), ""])
+    print(block)
+    if not a.no_write:
+        _append_block(PS_MARK, block)
+    return 0
+
+
+CS_MARK = "### Full dense scans within a time cap"
+
+
+def capped_scan_main(argv) -> int:
+    """A dense 0.1-1.0 scan (repeats 3, interval sharing, optionally prefix sharing) in a
+    local pool of --jobs workers, stopped after --cap seconds: the samples covered show how
+    far a full scan is from the cap."""
+    from memsched.solvers.dtr.sweep import SweepInterrupted
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--capped-scan", required=True, metavar="TRACE,...")
+    ap.add_argument("--heuristic", default="dtr")
+    ap.add_argument("--cap", type=float, default=600.0)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--no-prefix", action="store_true")
+    ap.add_argument("--verify", type=int, default=30)
+    ap.add_argument("--no-write", action="store_true")
+    a = ap.parse_args(argv)
+    load = os.getloadavg()
+    out = [CS_MARK, "", f"Heuristic {a.heuristic}, dense 0.1-1.0 at 1e-4 (9001 samples), repeats 3, interval "
+           f"sharing{'' if a.no_prefix else ' + prefix sharing'}, {a.jobs} worker processes, stopped after "
+           f"{a.cap:g} s (the dense order samples the 0.01 grid first, then halving strides). Load average at "
+           f"start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}. Verified: random finished samples re-run as "
+           "independent replays.", "",
+           "| trace | finished | samples done (of 9001) | replays | resumed | derived | wall s | holes so far | "
+           "verified |", "|---|---|---|---|---|---|---|---|---|"]
+    rng = random.Random(0)
+    for name in a.capped_scan.split(","):
+        tr = _load(trace_path(name))
+        trace_baseline(tr)
+        t0 = time.perf_counter()
+
+        def stop(n):
+            if time.perf_counter() - t0 > a.cap:
+                raise KeyboardInterrupt
+
+        try:
+            r = sweep(tr, a.heuristic, lo=0.1, hi=1.0, repeats=3, run_timeout=None, jobs=a.jobs,
+                      prefix=not a.no_prefix, progress=stop)
+            finished = "yes"
+        except SweepInterrupted as e:
+            r = e.partial[0]
+            finished = "no (cap)"
+        w = time.perf_counter() - t0
+        pts = [p for p in r.points if p.outcome in ("ok", "oom", "remat_exceeded")]
+        pts = rng.sample(pts, min(a.verify, len(pts)))
+        bad = [x.ratio for x in pts if key(x) != key(replay(tr, x.ratio, heuristic=a.heuristic))]
+        assert not bad, (name, bad[:5])
+        print(f"capped scan {name}: {finished}, {len(r.points)} samples, {r.replays} replays, {r.resumed} resumed, "
+              f"{r.derived} derived, {w:.0f} s, {len(r.holes)} holes, {len(pts)} verified", flush=True)
+        out.append(f"| {name} | {finished} | {len(r.points)} | {r.replays} | {r.resumed} | {r.derived} | {w:.0f} | "
+                   f"{len(r.holes)} | {len(pts)} random, all equal |")
+    block = "\n".join(out + ["", "Command:", "", "  .venv/bin/python benchmarks/bench_dtr_dense.py "
+                              + " ".join(x for x in argv if x != "--no-write"), ""])
+    print(block)
+    if not a.no_write:
+        _append_block(CS_MARK, block)
+    return 0
+
+
+PIN_MARK = "### dtr explain: single-pin search with shared prefixes"
+
+
+def pin_search_main(argv) -> int:
+    """dtr explain's single-pin search (the candidates of one hole) before vs after prefix
+    sharing: independent pinned replays from the start vs forks of one unpinned run taken
+    just before each candidate is computed; every try compared."""
+    from memsched.solvers.dtr.explain import explain
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pin-search", required=True, metavar="TRACE:FAIL:OK,...")
+    ap.add_argument("--heuristic", default="dtr")
+    ap.add_argument("--max-pins", type=int, default=20)
+    ap.add_argument("--no-write", action="store_true")
+    a = ap.parse_args(argv)
+    load = os.getloadavg()
+    out = [PIN_MARK, "", f"Heuristic {a.heuristic}; the first {a.max_pins} candidates (storages evicted between the "
+           "first divergence and the failure) of `explain(TRACE, FAIL, vs=OK)`. Before: one `replay(..., pin=[t])` "
+           "per candidate, from the start; after: `search_pins` (forks of one unpinned run). Load average at start "
+           f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}.", "",
+           "| trace | failing / feasible ratio | candidates tried | rescues | before s | after s | after / before | "
+           "every try equal |", "|---|---|---|---|---|---|---|---|"]
+    for item in a.pin_search.split(","):
+        name, fail, ok = item.split(":")
+        tr = _load(trace_path(name))
+        trace_baseline(tr)
+        d = explain(tr, float(fail), vs=float(ok), heuristic=a.heuristic, max_pins=a.max_pins, pin_time_limit=None)
+        ps = d.get("pin_search")
+        if not ps:
+            print(f"{name}: no divergence, no pin search")
+            continue
+        t = time.perf_counter()
+        same = True
+        for x in ps["tries"]:
+            r = replay(tr, float(fail), heuristic=a.heuristic, pin=[x["tensor_id"]])
+            same &= (r.outcome, r.clock, r.evictions) == (x["outcome"], x["clock"], x["evictions"])
+        before = time.perf_counter() - t
+        assert same, (name, "a forked pin run differs from its independent replay")
+        after = ps["wall_s"]
+        print(f"pin search {name} {fail}/{ok}: {ps['tried']} tries, before {before:.1f} s after {after:.1f} s", flush=True)
+        out.append(f"| {name} | {fail} / {ok} | {ps['tried']} | {len(ps['rescues'])} | {before:.1f} | {after:.1f} | "
+                   f"{after / before:.2f} | {'yes' if same else 'NO'} |")
+    block = "\n".join(out + ["", "Command:", "", "  .venv/bin/python benchmarks/bench_dtr_dense.py "
+                              + " ".join(x for x in argv if x != "--no-write"), ""])
+    print(block)
+    if not a.no_write:
+        _append_block(PIN_MARK, block)
+    return 0
+
+
 if __name__ == "__main__":
+    if any(x.startswith("--pin-search") for x in sys.argv[1:]):
+        raise SystemExit(pin_search_main(sys.argv[1:]))
+    if "--divergence" in sys.argv[1:]:
+        raise SystemExit(divergence_main(sys.argv[1:]))
+    if any(x.startswith("--prefix-side") for x in sys.argv[1:]):
+        raise SystemExit(prefix_side_main(sys.argv[1:]))
+    if any(x.startswith("--capped-scan") for x in sys.argv[1:]):
+        raise SystemExit(capped_scan_main(sys.argv[1:]))
     if "--widths" in sys.argv[1:]:
         raise SystemExit(widths_main(sys.argv[1:]))
     if "--allocator-sweeps" in sys.argv[1:]:
