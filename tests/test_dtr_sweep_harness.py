@@ -325,3 +325,12 @@ def test_dask_executor_equals_inline(tmp_path):
         for x in r.points:
             if x.ratio != 0.4:
                 assert (x.outcome, x.clock) == (lambda y: (y.outcome, y.clock))(replay(tr, x.ratio, heuristic=h))
+
+
+def test_worker_pool_sweep_without_run_timeout():
+    """run_timeout=None (no limit) in worker processes: the hard kill limit stays within what
+    the executor's poll accepts (a 1e7 s limit overflowed it)."""
+    from memsched.instances.dtr_random import random_trace
+
+    r = sweep(random_trace(3), "dtr", lo=0.5, hi=0.6, resolution=0.01, repeats=1, run_timeout=None, jobs=2)
+    assert len(r.points) == 11 and r.replays + r.derived == 11

@@ -543,7 +543,7 @@ class _SweepConfig:
             self.grid.append(self.khi)
         self.limit = float(self.overhead_limit)
         if self.run_timeout is None:
-            self.hard = 1e7
+            self.hard = 1e6  # no limit in practice; selectors reject poll timeouts past 2**31 ms
         else:
             grace = self.kill_grace if self.kill_grace is not None else max(2.0, self.run_timeout / 4)
             self.hard = self.run_timeout + grace
