@@ -185,7 +185,7 @@ def allocator_speed(a) -> list[str]:
 RT_MARK = "### Bytes path: runtime before vs after the budget-interval bookkeeping"
 
 
-def runtime_speed(rev: str, traces: str, heuristics: str) -> list[str]:
+def runtime_speed(rev: str, traces: str, heuristics: str, mark: str | None = None, what: str = "") -> list[str]:
     """The runtime at ``rev`` (before eq_lo / eq_hi) vs the working tree's, same replays,
     interleaved, best of 3 per ratio."""
     import importlib.util
@@ -202,7 +202,9 @@ def runtime_speed(rev: str, traces: str, heuristics: str) -> list[str]:
     old_rt = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(old_rt)
     os.unlink(f.name)
-    out = [RT_MARK, "", f"Same replays, interleaved (old, new), best of 3 each; old = solvers/dtr/runtime.py at {rev}.",
+    load = os.getloadavg()
+    out = [mark or RT_MARK, "", f"{what}Same replays, interleaved (old, new), best of 3 each; old = "
+           f"solvers/dtr/runtime.py at {rev}. Load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}.",
            "", "| trace | heuristic | ratios | old s | new s | new / old | identical results |",
            "|---|---|---|---|---|---|---|"]
     ratios = [0.15, 0.3, 0.5, 0.7, 0.9]
@@ -340,18 +342,26 @@ def widths_main(argv) -> int:
     return 0
 
 
+SPLIT_MARK = "### Runtime split: replay speed before vs after"
+
+
 def runtime_speed_main(argv) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runtime-speed", required=True, metavar="REV")
     ap.add_argument("--traces", default="resnet32")
     ap.add_argument("--heuristics", default="dtr,dtr-eqclass")
+    ap.add_argument("--split", action="store_true", help="the block of the runtime split (issue 16)")
     ap.add_argument("--no-write", action="store_true")
     a = ap.parse_args(argv)
-    block = "\n".join(runtime_speed(a.runtime_speed, a.traces, a.heuristics))
-    block += "\nCommand:\n\n  .venv/bin/python benchmarks/bench_dtr_dense.py " + " ".join(argv) + "\n"
+    mark = SPLIT_MARK if a.split else RT_MARK
+    what = ("The runtime split into core, heuristics table, regions, eq classes, lookahead and baseline modules "
+            "(docs/dtr.md section 2). ") if a.split else ""
+    block = "\n".join(runtime_speed(a.runtime_speed, a.traces, a.heuristics, mark, what))
+    block += "\nCommand:\n\n  .venv/bin/python benchmarks/bench_dtr_dense.py " + " ".join(
+        x for x in argv if x != "--no-write") + "\n"
     print(block)
     if not a.no_write:
-        _append_block(RT_MARK, block)
+        _append_block(mark, block)
     return 0
 
 
