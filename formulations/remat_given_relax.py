@@ -35,19 +35,21 @@ schedule has none). It is not a schedule model: :meth:`GivenRelaxation.decode` r
 recomputation sets per stage, not a schedule.
 
 Size: O(n^2) R, O(n x tensors) S and T; one linear constraint per stage and per
-recomputation literal. After the stage formulation of Checkmate (Jain et al., MLSys 2020)
+recomputation literal, of O(tensors) terms (O(n^2 x tensors) in all: ResNet50-train, 353
+operators, takes ~100 s to build, so callers pass a deadline). After the stage formulation of Checkmate (Jain et al., MLSys 2020)
 and the fixed stage events of Moccasin (Bartan et al., ICML 2023), with the order inside a
 stage relaxed instead of fixed, which keeps it a bound for the whole given-order class.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from .errors import MemschedError
 from .graph import Graph
 from .schedule import COMPUTE, Schedule
 
-__all__ = ["GivenRelaxation", "build_given_relaxation"]
+__all__ = ["GivenRelaxation", "build_given_relaxation", "BuildDeadline"]
 
 
 @dataclass
@@ -124,18 +126,26 @@ class GivenRelaxation:
         return out
 
 
+class BuildDeadline(Exception):
+    """:func:`build_given_relaxation` passed its deadline before the model was complete."""
+
+
 def _is_constant(var) -> bool:
     return isinstance(var, int)
 
 
-def build_given_relaxation(graph: Graph, budget: int, caps: list[int]) -> GivenRelaxation:
+def build_given_relaxation(graph: Graph, budget: int, caps: list[int], *, deadline: float | None = None) -> GivenRelaxation:
     """Build the relaxation (module docstring) for budget ``budget`` (bytes) and finite
     per-operator ``caps``; the objective is the extra compute over the baseline.
+
+    ``deadline`` (a ``time.perf_counter()`` value) is checked between stages.
 
     Raises
     ------
     MemschedError
         Costs that are not integers (the bound would need rounding).
+    BuildDeadline
+        The deadline passed before the model was complete.
 
     Complexity
     ----------
@@ -148,7 +158,7 @@ def build_given_relaxation(graph: Graph, budget: int, caps: list[int]) -> GivenR
 
     if not all(float(c).is_integer() for c in graph.cost):
         raise MemschedError("remat: the given-order relaxation needs integer operator costs")
-    b = _Relax(graph, cp_model.CpModel(), budget, caps)
+    b = _Relax(graph, cp_model.CpModel(), budget, caps, deadline)
     b.add_dependencies()
     b.add_retention()
     b.add_memory_at_first_computations()
@@ -168,8 +178,8 @@ def build_given_relaxation(graph: Graph, budget: int, caps: list[int]) -> GivenR
 class _Relax:
     """The pieces of :func:`build_given_relaxation`."""
 
-    def __init__(self, g: Graph, md, budget: int, caps):
-        self.g, self.md = g, md
+    def __init__(self, g: Graph, md, budget: int, caps, deadline=None):
+        self.g, self.md, self.deadline = g, md, deadline
         self.n = n = g.n_ops
         self.pi = g.given_order()
         self.pos = {v: i for i, v in enumerate(self.pi)}
@@ -239,9 +249,15 @@ class _Relax:
                 continue  # pi[i] makes j
             self._need(i, j, s)
 
+    def check_deadline(self, where: str) -> None:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise BuildDeadline(f"the relaxation's build reached its deadline at {where}")
+
     def add_memory_at_first_computations(self) -> None:
         g = self.g
         for i in range(self.n):
+            if i % 16 == 0:
+                self.check_deadline(f"stage {i}")
             v = self.pi[i]
             ins = set(g.op_in[v]) - self.keep
             outs = set(g.op_out[v])
@@ -274,7 +290,11 @@ class _Relax:
                 md.AddBoolOr(lits)  # S and end and not recomputed => T
                 T[j] = t
                 self.T[(i, j)] = t
+            # written out per literal: one shared variable for the stage's load (O(degree) terms
+            # per literal) was measured much slower to solve (segnet-train 0.8: no proof in 30 s
+            # against 11 s), so large graphs rely on the deadline instead
             for u in rec:
                 io = (set(g.op_in[u]) - self.keep) | set(g.op_out[u])
                 md.Add(sum(self.sz[j] * T[j] for j in T if j not in io) + sum(self.sz[j] for j in io) + self.ws[u]
                        <= self.cap).OnlyEnforceIf(self.R[(i, u)])
+                self.check_deadline(f"stage {i}")

@@ -251,13 +251,17 @@ def given_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = N
     """
     import math
 
-    from memsched.formulations.remat_given_relax import build_given_relaxation
+    from memsched.formulations.remat_given_relax import BuildDeadline, build_given_relaxation
 
     out = ThresholdBound(baseline=graph.total_cost())
     if caps is None or any(c is None for c in caps) or not all(float(c).is_integer() for c in graph.cost):
         return out
     t0 = time.perf_counter()
-    rx = build_given_relaxation(graph, B, [int(c) for c in caps])
+    try:  # the build gets at most half the time
+        rx = build_given_relaxation(graph, B, [int(c) for c in caps], deadline=t0 + time_limit / 2)
+    except BuildDeadline as e:
+        out.checks.append((0.0, f"relaxation not built: {e.args[0]}", round(time.perf_counter() - t0, 3)))
+        return out
     cut = upto is not None
     if cut:
         rx.model.Add(rx.objective_expr <= int(math.floor(upto / rx.cost_div + 1e-9)))
