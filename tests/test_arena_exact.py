@@ -123,8 +123,9 @@ def test_components_zero_sizes_and_errors():
     assert solve_arena([]).arena_size == 0
 
 
-def test_fragmentation_instance_needs_more_than_max_live():
-    # classic gap: a and c share time with b only at their ends; b can't sit above both
+def test_fragmentation_prone_instance_is_solved_exactly():
+    # a and c share time with b only at their ends; greedy orders can fragment here, the search
+    # reaches the brute-force optimum (which here equals max live: docs/arena.md, "Max live")
     bufs = [Buffer("a", 0, 2, 2), Buffer("b", 1, 3, 2), Buffer("c", 2, 4, 2), Buffer("d", 0, 1, 1),
             Buffer("e", 3, 4, 1), Buffer("f", 1, 2, 1), Buffer("g", 2, 3, 1)]
     opt = brute_force(bufs)
@@ -309,3 +310,18 @@ def test_unanswered_probes_make_no_claim(bufs):
         r = solve_arena(bufs, method="search", time_limit=0.3)
     assert r.lower_bound <= opt <= r.arena_size
     assert (r.status == "optimal") == (r.arena_size == r.lower_bound)
+
+
+@settings(max_examples=150, deadline=None)
+@given(instances(), st.data())
+def test_capacity_with_minimize_matches_brute_force(bufs, data):
+    """``capacity=C, minimize=True``: the least arena when it fits C (optimal), else infeasible."""
+    opt = brute_force(bufs)
+    c = data.draw(st.integers(max(max_live(bufs) - 1, 0), sum(b.size for b in bufs)))
+    r = solve_arena(bufs, capacity=c, minimize=True, method="search", time_limit=30)
+    if c >= opt:
+        assert r.status == "optimal" and r.arena_size == opt == r.lower_bound
+        assert check_placement(bufs, r.offsets, c) == opt
+    else:
+        assert r.status == "infeasible" and r.offsets is None and c < r.lower_bound <= opt
+

@@ -562,7 +562,7 @@ def _solve_part(part: _Part, capacity: int | None, minimize: bool, method: str, 
         lo_soft = lb
         slice_s = 2.0
         log = stats.setdefault("probe_log", [])
-        while best_h > lb and now() < deadline:
+        while best_h > lb and now() < deadline and (hard_cap is None or lb <= hard_cap):
             hi = best_h - 1 if hard_cap is None else min(best_h - 1, hard_cap)
             lo_u, hi_u = _up(lo_soft, g) // g, hi // g
             if lo_u > hi_u:
