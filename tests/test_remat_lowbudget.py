@@ -199,3 +199,14 @@ def test_the_cp_driver_uses_the_refutation():
     assert referee.remat(g, 76, None, max_states=5_000_000).compute is None
     r = solve_remat(g, 76, method="cp", cap=1, time_limit=60, workers=1)
     assert r.status == "infeasible" and "exhaustive backward reachability search" in r.message
+
+
+def test_an_overlong_emission_is_unknown():
+    """The fork graph at 12 bytes needs a few computations; with room for one event the emitted
+    schedule does not fit the limit: unknown, no schedule."""
+    nodes = [("x", 10, 1.0), ("a", 1, 1.0), ("b", 1, 1.0), ("v", 1, 1.0)]
+    edges = [("x", "a"), ("x", "b"), ("a", "v"), ("b", "v")]
+    g = Graph.from_single_output(nodes, edges, name="fork", order=["x", "a", "b", "v"])
+    r = decide_unbounded(g, 12, max_events=1)
+    assert r.status == "unknown" and r.schedule is None and "events" in r.reason
+    assert decide_unbounded(g, 12).status == "feasible"

@@ -112,6 +112,7 @@ class ReachSearch:
         self.good: list[int] = []  # reachable sets, for subset dominance
         self.bad: list[int] = []  # unreachable sets, for superset dominance
         self.dominance = int(dominance)
+        self.max_events = 5_000_000  # emission limit (tree strategies rebuild shared ancestors)
         self.calls = 0
         self.pruned = 0
         anc, _ = g.reach_masks()
@@ -340,6 +341,8 @@ class ReachSearch:
             if j in resident:
                 events.append((FREE, j))
                 resident.discard(j)
+        if len(events) >= self.max_events:
+            raise _Timeout  # the emitted schedule would be too long: give up (unknown)
         events.append((COMPUTE, u))
         resident.update(self.g.op_out[u])
 
@@ -425,7 +428,8 @@ def _deep(fn):
     return out["v"]
 
 
-def decide_unbounded(graph: Graph, B: int, time_limit: float = 60.0, dominance: int = 2000) -> LowBudget:
+def decide_unbounded(graph: Graph, B: int, time_limit: float = 60.0, dominance: int = 2000,
+                     max_events: int = 5_000_000) -> LowBudget:
     """Decide whether some schedule with unbounded recomputation has peak <= B.
 
     ``infeasible``: the graph inputs alone exceed B, or some operator's own need does, or
@@ -443,6 +447,7 @@ def decide_unbounded(graph: Graph, B: int, time_limit: float = 60.0, dominance: 
     if why:
         return LowBudget("infeasible", B, why, wall_s=time.perf_counter() - t0)
     rs = ReachSearch(graph, B, time_limit=time_limit, dominance=dominance)
+    rs.max_events = int(max_events)
     g = graph
     order = g.topological_order()
 
@@ -468,7 +473,11 @@ def decide_unbounded(graph: Graph, B: int, time_limit: float = 60.0, dominance: 
         return LowBudget("infeasible", B, f"operator {g.ops[bad].name!r}: no schedule has its inputs resident together "
                          f"within budget {B} (exhaustive backward reachability search)", stats=stats,
                          wall_s=time.perf_counter() - t0)
-    sched = _deep(lambda: emit_schedule(rs))
+    try:
+        sched = _deep(lambda: emit_schedule(rs))
+    except _Timeout:
+        return LowBudget("unknown", B, f"every operator's inputs are reachable, but the emitted schedule would exceed "
+                         f"{rs.max_events} events", stats=stats, wall_s=time.perf_counter() - t0)
     try:
         ev = evaluate(g, sched)
     except ScheduleError as e:  # an unpinned graph input freed before a later use: not built
