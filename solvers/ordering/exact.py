@@ -28,7 +28,8 @@ peak (upper bound, judged by the evaluator) meets the best proven lower bound:
    d. **DP decisions near the incumbent** (:func:`_stage_bisect`): depth-first down-set
       searches with a large state cap (lookahead pruning, docs/bounds.md 6a), first at
       ``incumbent - 1``, then a quarter of the gap below it: each finds a better order or
-      proves a higher bound;
+      proves a higher bound (on segments of at most ``BISECT_WIDE_OPS`` operators this
+      stage runs before c);
    e. the breadth-first DP below the incumbent, then shaving with learned precedences;
    f. the CP-SAT model (:mod:`formulations.cpsat_order`) with the bound as the
       objective's floor, position domains from ancestor/descendant counts, the best
@@ -307,8 +308,8 @@ def _window_lns(g: Graph, order: list[int], theta: int, deadline: float, cap: in
 
 
 # ------------------------------------------------------------ one segment
-#: segments above this many operators give the DP-decision stage 20 % of the time left
-#: instead of 60 % (the rest goes to the breadth-first DP, shaving and CP-SAT)
+#: segments up to this many operators run the DP-decision stage right after the first DP
+#: decision with 60 % of the time left; larger ones after the window search with 20 %
 BISECT_WIDE_OPS = 200
 
 
@@ -532,10 +533,13 @@ def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, wor
     s = _Segment(sg, so, lb, deadline, dp_states, stats, say, offset)
     if s.closed():
         return s.so, s.lb, "", False
-    # the DP decisions close narrow segments; on wide ones (hundreds of operators) they rarely
-    # finish a proof and CP-SAT's bound gets the larger share (section 30, issue 17 table)
-    share = 0.6 if sg.n_ops <= BISECT_WIDE_OPS else 0.2
-    by = _stage_decide(s) or _stage_improve(s) or _stage_bisect(s, share=share) or _stage_prove(s)
+    # the DP decisions close narrow segments (there they run right after the first decision,
+    # before the window search); on wide ones (hundreds of operators) they rarely finish a
+    # proof and come after it, with a small share, CP-SAT's bound getting the rest
+    if sg.n_ops <= BISECT_WIDE_OPS:
+        by = _stage_decide(s) or _stage_bisect(s, share=0.6) or _stage_improve(s) or _stage_prove(s)
+    else:
+        by = _stage_decide(s) or _stage_improve(s) or _stage_bisect(s, share=0.2) or _stage_prove(s)
     if by:
         return s.so, s.lb, by, False
     by, interrupted = _stage_cpsat(s, workers=workers, seed=seed, use_cpsat=use_cpsat)
