@@ -64,12 +64,14 @@ def capture_joint(name: str, model=None, x=None):
     if model is None:
         model, x = _model(name)
     params = {k: v.detach().clone().requires_grad_(True) for k, v in model.named_parameters()}
-    bufs = {k: v for k, v in model.named_buffers() if v is not None}
-    names = list(params)
+    bufs = {k: v.detach().clone() for k, v in model.named_buffers() if v is not None}
+    names, bnames = list(params), list(bufs)
 
     def step(*flat):
+        # buffers are inputs too (pinned ``primals``), not constants baked into the trace
         p = dict(zip(names, flat[:len(names)]))
-        out = torch.func.functional_call(model, {**p, **bufs}, (flat[-1],))
+        b = dict(zip(bnames, flat[len(names):len(names) + len(bnames)]))
+        out = torch.func.functional_call(model, {**p, **b}, (flat[-1],))
         out = getattr(out, "logits", out)
         if isinstance(out, (tuple, list)):
             out = out[0]
@@ -82,7 +84,7 @@ def capture_joint(name: str, model=None, x=None):
         return default_partition(joint, joint_inputs, **kw)
 
     nop = (lambda gm, _: gm)
-    aot_function(step, fw_compiler=nop, bw_compiler=nop, partition_fn=part)(*params.values(), x)
+    aot_function(step, fw_compiler=nop, bw_compiler=nop, partition_fn=part)(*params.values(), *bufs.values(), x)
     # the partitioner's own first steps (dead code, then common subexpressions merged): the
     # graph it cuts; running them again inside the partitioner changes nothing (same names)
     joint = cap["joint"]
