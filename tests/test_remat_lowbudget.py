@@ -43,8 +43,8 @@ def least_budget(g: Graph) -> int:
     return lo
 
 
-def check_sound(g: Graph, B: int, truth_feasible: bool):
-    r = decide_unbounded(g, B, time_limit=30)
+def check_sound(g: Graph, B: int, truth_feasible: bool, **kw):
+    r = decide_unbounded(g, B, time_limit=30, **kw)
     if r.status == "infeasible":
         assert not truth_feasible, f"refuted B={B} but the referee has a schedule: {r.reason}"
     if r.status == "feasible":
@@ -210,3 +210,14 @@ def test_an_overlong_emission_is_unknown():
     r = decide_unbounded(g, 12, max_events=1)
     assert r.status == "unknown" and r.schedule is None and "events" in r.reason
     assert decide_unbounded(g, 12).status == "feasible"
+
+
+@settings(max_examples=400, **SET)
+@given(single_output_graphs(max_ops=7, max_size=30))
+def test_exact_with_plain_witnesses_only(g):
+    """tree_events=0: every tensor's witness strategy is a plain order of its ancestors (the
+    choice made on large graphs, where tree strategies would emit too much); still exact."""
+    b = least_budget(g)
+    assert check_sound(g, b, True, tree_events=0).status == "feasible"
+    if b > 0:
+        assert check_sound(g, b - 1, False, tree_events=0).status == "infeasible"

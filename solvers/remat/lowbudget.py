@@ -92,7 +92,7 @@ class ReachSearch:
     :func:`decide_unbounded` re-judges whatever it emits."""
 
     def __init__(self, graph: Graph, B: int, time_limit: float = 10.0, dominance: int = 2000, orders=None,
-                 assume_below: int | None = None, witnesses: bool = True):
+                 assume_below: int | None = None, witnesses: bool = True, tree_events: int = 20000):
         g = self.g = graph
         self.B = int(B)
         self.deadline = time.perf_counter() + float(time_limit)
@@ -113,6 +113,7 @@ class ReachSearch:
         self.bad: list[int] = []  # unreachable sets, for superset dominance
         self.dominance = int(dominance)
         self.max_events = 5_000_000  # emission limit (tree strategies rebuild shared ancestors)
+        self.tree_events = tree_events  # a tree strategy emitting more computations is not used
         self.calls = 0
         self.pruned = 0
         anc, _ = g.reach_masks()
@@ -167,6 +168,7 @@ class ReachSearch:
         """p[t] = the least of the tree strategy (built from the operands' p) and the plain
         orders of t's ancestors (each with the graph inputs kept), in topological order."""
         g, size, p = self.g, self.size, self.p
+        E = [0] * g.n_tensors  # computations the chosen strategy emits
         for u in g.topological_order():
             kids = [j for j in g.op_in[u] if g.producer[j] != -1]
             kids.sort(key=lambda j: -(p[j] - size[j]))
@@ -175,12 +177,14 @@ class ReachSearch:
                 worst = max(worst, acc + p[j])
                 acc += size[j]
             worst = max(worst, acc + sum(size[j] for j in g.op_out[u]) + g.workspace[u])
+            e_tree = 1 + sum(E[j] for j in kids)
             for t in g.op_out[u]:
-                best, how = worst, None
+                best, how, e = worst, None, e_tree
                 pk, order = self._plain_peak(1 << t)
-                if order is not None and pk - self.base < best:
-                    best, how = pk - self.base, order
-                p[t], self.how_t[t] = best, how
+                # the plain order when cheaper, or when the tree's emission would be too long
+                if order is not None and (pk - self.base < best or e_tree > self.tree_events):
+                    best, how, e = pk - self.base, order, len(order)
+                p[t], self.how_t[t], E[t] = best, how, e
 
     def _plain_peak(self, S: int):
         """(least peak, order) over ``self.orders`` of the plain order of S's ancestors that
@@ -429,7 +433,7 @@ def _deep(fn):
 
 
 def decide_unbounded(graph: Graph, B: int, time_limit: float = 60.0, dominance: int = 2000,
-                     max_events: int = 5_000_000) -> LowBudget:
+                     max_events: int = 5_000_000, tree_events: int = 20000) -> LowBudget:
     """Decide whether some schedule with unbounded recomputation has peak <= B.
 
     ``infeasible``: the graph inputs alone exceed B, or some operator's own need does, or
@@ -446,7 +450,7 @@ def decide_unbounded(graph: Graph, B: int, time_limit: float = 60.0, dominance: 
     why = local_infeasibility(graph, B)
     if why:
         return LowBudget("infeasible", B, why, wall_s=time.perf_counter() - t0)
-    rs = ReachSearch(graph, B, time_limit=time_limit, dominance=dominance)
+    rs = ReachSearch(graph, B, time_limit=time_limit, dominance=dominance, tree_events=tree_events)
     rs.max_events = int(max_events)
     g = graph
     order = g.topological_order()
