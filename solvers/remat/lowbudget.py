@@ -544,12 +544,12 @@ class CappedRefuter:
 
     def __init__(self, graph: Graph, B: int, caps, time_limit: float = 10.0, assume_below: int | None = None,
                  orders=None):
+        self.deadline = time.perf_counter() + float(time_limit)
         self.rs = ReachSearch(graph, B, time_limit=time_limit, witnesses=False, orders=orders)
         self.g = graph
         self.B = int(B)
         self.K = [None if c is None else 1 + int(c) for c in caps]
         self.assume_below = assume_below
-        self.deadline = time.perf_counter() + float(time_limit)
         n = graph.n_ops
         kmax = max([k for k in self.K if k is not None], default=1)
         self.wb = (kmax + 1).bit_length() + 1  # bits per operator count, top one a guard
@@ -614,7 +614,8 @@ class CappedRefuter:
         return False
 
 
-def refute_capped(graph: Graph, B: int, caps, time_limit: float = 60.0, assume_below: int | None = None) -> LowBudget:
+def refute_capped(graph: Graph, B: int, caps, time_limit: float = 60.0, assume_below: int | None = None,
+                  orders=None) -> LowBudget:
     """``infeasible`` if some operator's inputs cannot be resident together within B by any
     schedule with these caps (:class:`CappedRefuter`), else ``unknown`` (never ``feasible``:
     the search over-approximates)."""
@@ -625,7 +626,7 @@ def refute_capped(graph: Graph, B: int, caps, time_limit: float = 60.0, assume_b
     why = local_infeasibility(graph, B)
     if why:
         return LowBudget("infeasible", B, why, wall_s=time.perf_counter() - t0)
-    cr = CappedRefuter(graph, B, caps, time_limit=time_limit, assume_below=assume_below)
+    cr = CappedRefuter(graph, B, caps, time_limit=time_limit, assume_below=assume_below, orders=orders)
     rs, g = cr.rs, graph
 
     def run():
@@ -658,7 +659,8 @@ def refute_low_budget(graph: Graph, B: int, caps=None, time_limit: float = 10.0)
     capped chain search (valid for those caps) for the rest. Each is a proof when it
     refutes (docs/remat-low-budgets.md); running out of time proves nothing."""
     t0 = time.perf_counter()
-    rs = ReachSearch(graph, B, time_limit=time_limit / 2)
+    # witnesses only cut the search here: the given order alone keeps the set-up cheap
+    rs = ReachSearch(graph, B, time_limit=time_limit / 2, orders=[graph.given_order()])
     g = graph
 
     def run():
@@ -680,5 +682,5 @@ def refute_low_budget(graph: Graph, B: int, caps=None, time_limit: float = 10.0)
     left = time_limit - (time.perf_counter() - t0)
     if left <= 0.05:
         return None
-    r = refute_capped(graph, B, caps, time_limit=left)
+    r = refute_capped(graph, B, caps, time_limit=left, orders=[graph.given_order()])
     return r.reason if r.status == "infeasible" else None
