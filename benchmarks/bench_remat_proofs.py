@@ -157,8 +157,8 @@ def run_memsched(path, r, order, time_limit, workers) -> dict:
 
 # ------------------------------------------------------------------ report
 def load_results() -> dict:
-    """The last line of each (graph, r, tool); the line before it (an earlier run, e.g. before
-    a change, kept by ``--rerun``) is attached as ``earlier``."""
+    """The last line of each (graph, r, tool); the first line of the same key (the earliest run,
+    e.g. before a change, kept by ``--rerun``) is attached as ``earlier``."""
     out = {}
     if RESULTS.exists():
         for ln in RESULTS.read_text().splitlines():
@@ -168,7 +168,7 @@ def load_results() -> dict:
                 continue
             key = (d["graph"], d["r"], d["tool"])
             if key in out:
-                d["earlier"] = {k: v for k, v in out[key].items() if k != "earlier"}
+                d["earlier"] = out[key].get("earlier") or out[key]
             out[key] = d
     return out
 
@@ -187,18 +187,28 @@ def _t(x):
 
 def write_section(res: dict, cmd: str, time_limit, workers) -> None:
     keys = sorted({(g, r) for g, r, _t in res}, key=lambda k: (list(GRAPHS).index(k[0]), -k[1]))
+    cmds: list = []
+    for key in sorted(res, key=lambda k: res[k].get("cmd") is not None):
+        c = res[key].get("cmd") or EARLIER_RUN
+        if c not in cmds:
+            cmds.append(c)
+    if cmd not in cmds:
+        cmds.append(cmd)
     lines = ["## Remat to proven optimality, side by side with Moccasin", "",
-             "Reproduce: `" + cmd + "` (results: benchmarks/results/remat_proofs.jsonl). "
+             "Reproduce (the commands that produced the rows shown, in order; each runs only what its "
+             "`--tools`/`--rerun` name): " + "; ".join(f"`{c}`" for c in cmds)
+             + " (results: benchmarks/results/remat_proofs.jsonl). "
              f"{time_limit:g} s per instance for memsched (each order), {time_limit:g} s per phase for Moccasin, "
              f"{workers} CP-SAT workers for both, `--cap 1` (at most 2 computations per operator). "
              "The machine (2 cores) was shared with other jobs during the run, so times are noisy. "
-             "Tools and rows this command did not run keep their earlier results from the file: the `free` and "
-             "Moccasin columns come from the full run `" + EARLIER_RUN + "` (03:00-03:48 UTC, before the given-order "
-             "stage relaxation; the free-order path is unchanged by it except for the objective-floor domain).", "",
+             "Each row and tool shows the last command that ran it; the Moccasin column, and the `free` column of the "
+             "rows the later commands did not re-run, come from the first, full run (03:00-03:48 UTC, before the "
+             "given-order stage relaxation, which the free-order path uses only on graphs with one topological order).",
+             "",
              "The `given` columns answer `--order given`: their `optimal`/`infeasible` hold for the given-order class "
              "(first computations in the given order, recomputations anywhere, at most 2 computations per operator), "
-             "never for free order; the `free` columns answer `--order free`. `given, earlier run` is the previous result "
-             "of the same row in benchmarks/results/remat_proofs.jsonl (kept by `--rerun given`), i.e. before the "
+             "never for free order; the `free` columns answer `--order free`. `given, earlier run` is the first result "
+             "of the same row in benchmarks/results/remat_proofs.jsonl (its first line, kept by `--rerun given`), i.e. before the "
              "given-order stage relaxation (docs/remat.md) and the objective-floor domain were added.", "",
              "Only the rows listed ran. memsched budgets are floor(r x P) in memsched's memory model; Moccasin's are "
              "ceil(r x its topological-order memory) in its own (operator outputs only), listed as `B (Moccasin)`. "
@@ -289,9 +299,10 @@ def main(argv=None) -> int:
                     d = run_moccasin(path, r, a.time_limit, a.workers, a.moccasin_dir, a.moccasin_python)
                 else:
                     d = run_memsched(path, r, tool, a.time_limit, a.workers)
-                d.update({"graph": g, "r": r, "tool": tool, "time_limit": a.time_limit, "workers": a.workers})
+                d.update({"graph": g, "r": r, "tool": tool, "time_limit": a.time_limit, "workers": a.workers,
+                          "cmd": cmd})
                 if (g, r, tool) in done:
-                    d["earlier"] = {k: v for k, v in done[(g, r, tool)].items() if k != "earlier"}
+                    d["earlier"] = done[(g, r, tool)].get("earlier") or done[(g, r, tool)]
                 done[(g, r, tool)] = d
                 with RESULTS.open("a") as f:
                     f.write(json.dumps({k: v for k, v in d.items() if k != "earlier"}) + "\n")
