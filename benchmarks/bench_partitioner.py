@@ -184,7 +184,7 @@ def render(rows: list[dict], cmd: str) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", default="resnet50,gpt2_small")
+    ap.add_argument("--models", default="resnet50,gpt2_small,bert_base")
     ap.add_argument("--budgets", default="1.0,0.8,0.6,0.4,0.2")
     ap.add_argument("--ratios", default="0.8,0.6,0.4,0.2")
     ap.add_argument("--time-limit", type=float, default=60.0)
@@ -204,7 +204,8 @@ def main(argv=None) -> int:
                 if not a.no_write:
                     RESULTS.write_text(json.dumps(list(old.values()), indent=1) + "\n")
     rows = sorted(old.values(), key=lambda r: (r["model"], -(r.get("budget_knob") or 0), -(r.get("ratio") or 0)))
-    cmd = (f"PYTHONPATH=/work/scratch/tfpkgs .venv/bin/python benchmarks/bench_partitioner.py --models {a.models} "
+    models = ",".join(sorted({r["model"] for r in rows})) or a.models  # every model in the table
+    cmd = (f"PYTHONPATH=/work/scratch/tfpkgs .venv/bin/python benchmarks/bench_partitioner.py --models {models} "
            f"--budgets {a.budgets} --ratios {a.ratios} --time-limit {a.time_limit:g}")
     text = render(rows, cmd)
     if not a.no_write:
