@@ -53,7 +53,7 @@ def run(time_limit: float) -> dict:
     for name, fn in GRAPHS.items():
         g = load_graph(str(DATA / fn))
         P, B = given_peak(g), resolve_budget(g, 0.6)
-        row: dict = {"P": P, "B": B, "ops": g.n_ops, "local_bound": local_peak_bound(g)}
+        row: dict = {"P": P, "B": B, "ops": g.n_ops, "local_bound": local_peak_bound(g), "time_limit": time_limit}
         print(f"{name}: P={P} B={B}", file=sys.stderr, flush=True)
         r = decide_unbounded(g, B, time_limit=time_limit)
         if r.schedule is not None:
@@ -78,6 +78,19 @@ def run(time_limit: float) -> dict:
             if lo == hi:
                 row["unbounded_least_budget"] = lo
         row["unbounded_probes"] = probes
+        # upper side with unbounded recomputation when B is not decided: descending ratios
+        ups = []
+        if r.status != "feasible":
+            for rr in (0.65, 0.64, 0.63, 0.62):
+                Bu = resolve_budget(g, rr)
+                p = decide_unbounded(g, Bu, time_limit=2 * time_limit)
+                ups.append((rr, Bu, p.status, p.peak, round(p.wall_s, 2)))
+                print(f"  unbounded at {rr}: {p.status}", file=sys.stderr, flush=True)
+                if p.status != "feasible":
+                    break
+                assert evaluate(g, p.schedule).peak <= Bu
+                row["unbounded_least_peak_found"] = p.peak
+        row["unbounded_upper_probes"] = ups
         # cap 1
         row["cap1_at_B"] = _row(refute_capped(g, B, [1] * g.n_ops, time_limit=time_limit))
         if row.get("unbounded_least_budget"):
@@ -98,13 +111,18 @@ def run(time_limit: float) -> dict:
     return out
 
 
+def res_tl(res: dict) -> float:
+    return next(iter(res.values())).get("time_limit", 60.0)
+
+
 def write_section(res: dict, cmd: str, load: str) -> None:
     L = ["## Low budgets: random_layered n100 / n250 at r = 0.6", "",
          f"Reproduce: `{cmd}` (results: benchmarks/results/remat_lowbudget.json). Machine: 2 CPU cores shared with "
          f"other jobs ({load}); one run. Methods: solvers/remat/lowbudget.py; proofs: docs/remat-low-budgets.md.",
          "", "| instance | P | B = floor(0.6 P) | unbounded recomputation at B | least budget, unbounded | "
-         "cap 1 at B | lower side: every schedule peaks at least | upper side: least cap-1 peak found |",
-         "|---|---|---|---|---|---|---|---|"]
+         "least peak found, unbounded | cap 1 at B | lower side: every schedule peaks at least | "
+         "upper side: least cap-1 peak found |",
+         "|---|---|---|---|---|---|---|---|---|"]
     for name, row in res.items():
         u = row["unbounded"]
         ustr = u["status"] + (f" (peak {u['peak']}, {row.get('unbounded_computations')} computations)"
@@ -112,11 +130,15 @@ def write_section(res: dict, cmd: str, load: str) -> None:
         least = row.get("unbounded_least_budget")
         c = row["cap1_at_B"]
         lower = f"{least} (least unbounded budget)" if least else f"{row['local_bound']} (local bound)"
-        L.append(f"| {name} | {row['P']} | {row['B']} | {ustr} | {least if least else 'not decided'} | "
+        upk = u["peak"] if u["status"] == "feasible" else row.get("unbounded_least_peak_found", "-")
+        L.append(f"| {name} | {row['P']} | {row['B']} | {ustr} | {least if least else 'not decided'} | {upk} | "
                  f"{c['status']}, {c['wall_s']} s | {lower} | {KNOWN_CAP1_PEAK[name]} (docs/remat.md, not re-run) |")
     L.append("")
     for name, row in res.items():
         L.append(f"* {name}: bisection probes (budget, status, s): {row['unbounded_probes']}.")
+        if row.get("unbounded_upper_probes"):
+            L.append(f"  Unbounded recomputation at lower ratios (r, budget, status, peak, s; "
+                     f"{2 * res_tl(res)} s each): {row['unbounded_upper_probes']}.")
         if "cap1_at_least_unbounded" in row:
             c = row["cap1_at_least_unbounded"]
             L.append(f"  Cap 1 at the least unbounded budget: {c['status']} ({c['reason']}; {c['wall_s']} s).")
