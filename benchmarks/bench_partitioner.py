@@ -158,6 +158,10 @@ def render(rows: list[dict], cmd: str) -> str:
     n_dom = sum(1 for r in pt_rows if "ms_peak" in r and r["ms_peak"] <= r["pt_peak"] and r["ms_extra"] <= r["pt_extra"])
     out += ["", f"memsched's (peak, extra compute) is at least as good in both coordinates on {n_dom} of "
             f"{len(pt_rows)} rows.", ""]
+    out += ["*status* is `solve_remat`'s. Its optimality test compares total compute with a relative "
+            "tolerance of 1e-9 (solvers/result.py `same_value`): on totals of 5-10 x 10^10 FLOPs that is 50-100 "
+            "FLOPs, so a row marked optimal with an extra of 27 and a bound of 1 is optimal only up to that "
+            "tolerance (here: up to 26 recomputed operators of cost 1); the bound column is the proven figure.", ""]
     for m in sorted({r["graph"] for r in pt_rows}):
         pk = {r["pt_peak"] for r in pt_rows if r["graph"] == m}
         if len(pk) == 1:
