@@ -68,7 +68,7 @@ def _interrupted_note(args) -> None:
         spec = load_spec(args.spec)
         out = Path(args.output or spec.output or f"{spec.name}.jsonl")
         kept = len(ResultStore(out).done_keys())
-    except Exception:  # the note must never hide the interrupt
+    except (MemschedError, OSError, ValueError):  # the note must never hide the interrupt
         out, kept = Path(args.output or "RESULTS.jsonl"), None
     cmd = ["memsched", "bench", args.spec, "-o", str(out), "--resume"]
     if args.jobs:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from memsched.formulations import MemschedError
+
 __all__ = ["all_plots", "plot_timeline", "plot_pareto", "plot_cert_gap", "plot_feasibility", "byte_unit",
            "distinct_colors", "front"]
 
@@ -204,7 +206,7 @@ def _timeline_runs(cells, rows, base, max_timelines):
     for _, _, c, rs in cand[:max_timelines]:
         try:
             g = load_source(rs[0]["source"], base)
-        except Exception:
+        except (MemschedError, OSError):  # the instance file is gone or unreadable: no timeline for it
             continue
         if graph_hash(g) != rs[0]["instance_hash"]:
             continue  # the file changed since the sweep: do not plot a different graph
