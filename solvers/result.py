@@ -34,22 +34,38 @@ class SolverDisagreement(AssertionError):
     the CLI prints one line and exits with status 1."""
 
 
+# Relative tolerance for comparing two sums of FRACTIONAL costs that may have been added
+# in different orders (float summation error of up to ~10^4 terms). Whole-number values
+# (integer costs: FLOP counts, unit costs, gcd-scaled costs) are compared exactly: a
+# tolerance there would call a schedule 27 FLOPs above a proven bound "optimal".
+FLOAT_SUM_RTOL = 1e-12
+
+
+def _exact(a, b, objective: str) -> bool:
+    """Whether two objective values must be compared exactly (peaks; whole-number costs)."""
+    return objective == "peak" or (float(a).is_integer() and float(b).is_integer())
+
+
 def bound_above(lower_bound, value, objective: str) -> bool:
-    """True if ``lower_bound`` exceeds ``value`` (peaks exactly; costs beyond float rounding)."""
+    """True if ``lower_bound`` exceeds ``value``.
+
+    Peaks and whole-number costs are compared exactly; fractional costs beyond float
+    summation error (``FLOAT_SUM_RTOL``)."""
     if lower_bound is None or value is None:
         return False
-    if objective == "peak":
+    if _exact(lower_bound, value, objective):
         return lower_bound > value
-    return lower_bound > value and not math.isclose(lower_bound, value, rel_tol=1e-9, abs_tol=1e-9)
+    return lower_bound > value and not math.isclose(lower_bound, value, rel_tol=FLOAT_SUM_RTOL, abs_tol=0.0)
 
 
 def same_value(a, b, objective: str) -> bool:
-    """Equality of objective values: exact for peaks, up to float summation order for costs."""
+    """Equality of objective values: exact for peaks and whole-number costs; fractional
+    costs up to float summation order (``FLOAT_SUM_RTOL``)."""
     if a is None or b is None:
         return False
-    if objective == "peak":
+    if _exact(a, b, objective):
         return a == b
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return math.isclose(a, b, rel_tol=FLOAT_SUM_RTOL, abs_tol=0.0)
 
 
 @dataclass

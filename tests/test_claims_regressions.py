@@ -208,6 +208,24 @@ def test_a_bound_above_the_evaluated_value_raises():
     assert r.peak == 25
 
 
+def test_whole_number_costs_are_compared_exactly():
+    """Found on PyTorch FLOP counts (about 5e10): a relative tolerance of 1e-9 called a
+    schedule 27 FLOPs above a proven bound "optimal". Whole numbers compare exactly; only
+    sums of fractional costs get float-summation slack."""
+    from memsched.solvers.result import bound_above, same_value
+
+    big = 51_234_567_890.0
+    assert not same_value(big, big + 27, "compute")
+    assert not same_value(big, big + 1, "compute")
+    assert same_value(big, big, "compute")
+    assert bound_above(big + 1, big, "compute")
+    # fractional costs summed in another order still meet
+    a = sum([0.1, 0.2, 0.3] * 1000)
+    b = sum(reversed([0.1, 0.2, 0.3] * 1000))
+    assert a != b and same_value(a, b, "compute") and not bound_above(max(a, b), min(a, b), "compute")
+    assert not same_value(1000.5, 1000.5 + 1e-6, "compute")
+
+
 def test_exact_order_does_not_clip_a_wrong_bound(monkeypatch):
     """A (deliberately) wrong lower bound must stop the run, never print 'certified optimal'."""
     from memsched.solvers.ordering import bounds
