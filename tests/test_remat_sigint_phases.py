@@ -112,21 +112,24 @@ def test_ctrl_c_in_phase_one_search_without_a_schedule():
     assert d["schedule"] is None and "before any schedule" in d["stopped"], d
 
 
-VGG16 = ROOT.parent / "shared" / "data" / "graphs" / "checkmate" / "VGG16_256_2242243_train_nx.json"
+FCN8 = ROOT.parent / "shared" / "data" / "graphs" / "checkmate" / "fcn_8_vgg_32_4166083_train_nx.json"
 
 
-@pytest.mark.skipif(not VGG16.exists(), reason="../shared/data is absent")
+@pytest.mark.skipif(not FCN8.exists(), reason="../shared/data is absent")
 def test_progress_lines_speak_in_the_result_units():
-    """The issue's case: VGG16 train at 0.9, whose costs CP-SAT divides by their gcd (5):
-    progress lines print compute as the result prints it (15805, not CP-SAT's 3161) and
-    peaks in bytes; the result says why the solve stopped."""
-    p = subprocess.run([sys.executable, "-c", CHILD, "remat", str(VGG16), "--budget", "0.9", "--cap", "1",
-                        "--order", "given", "--time-limit", "60", "--progress", "--json"], cwd=ROOT,
+    """fcn_8 train at 0.8 (free order), whose costs CP-SAT divides by their gcd (2432):
+    the CP-SAT progress lines print compute as the result prints it (at least the baseline,
+    never CP-SAT's scaled integers, which would be 2432 times smaller) and the result says
+    why the solve stopped."""
+    p = subprocess.run([sys.executable, "-c", CHILD, "remat", str(FCN8), "--budget", "0.8", "--cap", "1",
+                        "--time-limit", "20", "--workers", "2", "--progress", "--json"], cwd=ROOT,
                        capture_output=True, text=True, timeout=180)
     assert p.returncode == 0, p.stderr[-1500:]
     d = json.loads(p.stdout)
     cp_lines = [ln for ln in p.stderr.splitlines() if "CP-SAT search" not in ln and re.search(r"\[(solve|phase)", ln)]
-    computes = [float(x) for ln in cp_lines for x in re.findall(r"compute (\d[\d.e+]*)", ln)]
-    assert computes and d["compute"] in computes, (d["compute"], p.stderr[-1500:])
-    assert min(computes) >= d["baseline_compute"], computes  # scaled units would be below the baseline
-    assert d["status"] == "optimal" and "bound met" in d["stopped"], d["stopped"]
+    # the incumbent of each line (the first figure; the second is the bound), printed to 6 digits
+    computes = [float(m.group(1)) for ln in cp_lines for m in [re.search(r"s  compute (\d[\d.e+]*)", ln)] if m]
+    assert computes, p.stderr[-1500:]
+    assert min(computes) >= d["baseline_compute"] * (1 - 1e-5), computes  # scaled units: 2432 times smaller
+    assert d["compute"] <= min(computes) * (1 + 1e-5), (d["compute"], computes)  # the result is the best one
+    assert d["stopped"] and ("bound met" in d["stopped"] or "time limit" in d["stopped"]), d["stopped"]
