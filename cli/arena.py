@@ -64,35 +64,60 @@ def load_buffers(args):
     return graph_buffers(g, sched), f"{args.input}, {what}", evaluate(g, sched).peak
 
 
-def placement_figure(res, title: str = ""):
-    """Time x address picture of a placement: one rectangle per buffer."""
+def placement_figure(res, what: str = "", time_label: str = "time"):
+    """Time x address picture of a placement: one rectangle per buffer.
+
+    Parameters
+    ----------
+    res : ArenaResult
+        A placement (``res.offsets`` set).
+    what : str
+        The input, named in the title (file and schedule).
+    time_label : str
+        The x axis' meaning (schedule events for a graph, lifetime units for a CSV).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Addresses in the largest binary unit that keeps the numbers readable; the lower
+        bound and the capacity as lines, the legend outside the data.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    fig, ax = plt.subplots(figsize=(9, 5))
+    from memsched.cli.fmt import byte_unit, fmt_bytes
+
+    fig, ax = plt.subplots(figsize=(10, 5))
     bufs = res.buffers
-    n = max(len(bufs), 1)
+    top = max(res.arena_size or 0, res.lower_bound, res.capacity or 0, 1)
+    div, unit = byte_unit(top)
     cmap = plt.get_cmap("tab20")
     for k, (b, o) in enumerate(zip(bufs, res.offsets or [])):
         if b.size == 0:
             continue
-        ax.add_patch(Rectangle((b.lower, o), b.upper - b.lower, b.size, facecolor=cmap(k % 20), edgecolor="black",
-                               linewidth=0.3))
+        ax.add_patch(Rectangle((b.lower, o / div), b.upper - b.lower, b.size / div, facecolor=cmap(k % 20),
+                               edgecolor="black", linewidth=0.3))
     t0 = min((b.lower for b in bufs), default=0)
     t1 = max((b.upper for b in bufs), default=1)
     ax.set_xlim(t0, t1)
-    top = max(res.arena_size or 0, res.lower_bound, 1)
-    ax.set_ylim(0, top * 1.04)
-    ax.axhline(res.lower_bound, color="red", linestyle="--", linewidth=1, label=f"lower bound {res.lower_bound}")
+    ax.set_ylim(0, top / div * 1.04)
+    ax.axhline(res.lower_bound / div, color="black", linestyle="--", linewidth=1.2,
+               label=f"lower bound (max live) {fmt_bytes(res.lower_bound)}")
+    if res.arena_size is not None:
+        ax.axhline(res.arena_size / div, color="black", linestyle="-", linewidth=1.2,
+                   label=f"arena ({res.status}) {fmt_bytes(res.arena_size)}")
     if res.capacity is not None:
-        ax.axhline(res.capacity, color="gray", linestyle=":", linewidth=1, label=f"capacity {res.capacity}")
-    ax.set_xlabel("time")
-    ax.set_ylabel("address (bytes)")
-    ax.set_title(title or f"arena {res.arena_size} ({res.status}), {n} buffers")
-    ax.legend(loc="upper right", fontsize=8)
+        ax.axhline(res.capacity / div, color="gray", linestyle=":", linewidth=1.2,
+                   label=f"capacity {fmt_bytes(res.capacity)}")
+    ax.set_xlabel(time_label)
+    ax.set_ylabel(f"address ({unit})")
+    head = f"Static arena: {what}" if what else "Static arena"
+    ax.set_title(f"{head}\n{len(bufs)} buffers, arena {fmt_bytes(res.arena_size)}, {res.status}", fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    fig.tight_layout()
     return fig
 
 
@@ -133,7 +158,9 @@ def cmd_arena(args) -> int:
     if args.plot and res.offsets is not None:
         from memsched.cli.paths import save_figure
 
-        save_figure(placement_figure(res), args.plot, dpi=110, bbox_inches="tight")
+        label = ("time (lifetime units of the CSV)" if _is_csv(args.input)
+                 else "time (schedule event; a buffer lives from its computation to its free)")
+        save_figure(placement_figure(res, what, label), args.plot, dpi=110, bbox_inches="tight")
     if args.json:
         out = {"status": res.status, "arena_size": res.arena_size, "lower_bound": res.lower_bound,
                "offsets": res.offset_map(), "wall_s": round(res.wall_s, 4), "capacity": res.capacity,
