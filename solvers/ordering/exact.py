@@ -327,7 +327,7 @@ class _Segment:
         pk = order_peak(self.sg, order)
         if pk < self.cur:
             self.so, self.cur = order, pk
-            self.say(f"  {by}: segment peak {self.cur + self.offset}")
+            self.say(f"  {by}: segment peak {self.cur + self.offset} B")
 
     def left(self) -> float:
         return self.deadline - time.perf_counter()
@@ -359,7 +359,7 @@ def _stage_decide(s: _Segment) -> str | None:
         return "dp"
     if r.exact:
         s.lb += 1
-        s.say(f"  DP: no order of peak {s.lb - 1 + s.offset}")
+        s.say(f"  DP: no order of peak {s.lb - 1 + s.offset} B")
         # a narrow segment (the decision was settled within the small cap): the
         # breadth-first DP below the incumbent usually settles the optimum as well
         r = downset_dp(s.sg, upper_bound=s.cur, lower_bound=s.lb, max_states=min(100_000, s.dp_states),
@@ -369,7 +369,7 @@ def _stage_decide(s: _Segment) -> str | None:
             if r.order is not None:
                 s.take(r.order, "dp")
             s.lb = s.cur
-            s.say(f"  DP: segment optimum {s.cur + s.offset}")
+            s.say(f"  DP: segment optimum {s.cur + s.offset} B")
             return "dp"
         return None
     sp = _split_search(s.sg, s.lb, time.perf_counter() + 0.25 * s.left(), cap=5_000, stats=s.stats)
@@ -424,12 +424,12 @@ def _stage_prove(s: _Segment) -> str | None:
         if r.order is not None:
             s.take(r.order, "dp")
         s.lb = s.cur
-        s.say(f"  DP: segment optimum {s.cur + s.offset}")
+        s.say(f"  DP: segment optimum {s.cur + s.offset} B")
         return "dp"
     if s.left() > 0 and not s.closed():
         nlb = B.precedence_bound(s.sg, s.lb, s.cur, time_budget=min(0.1 * s.left(), 5.0))
         if nlb > s.lb:
-            s.say(f"  learned precedences: segment optimum >= {nlb + s.offset}")
+            s.say(f"  learned precedences: segment optimum >= {nlb + s.offset} B")
             s.lb = nlb
     return "bounds" if s.closed() else None
 
@@ -462,7 +462,7 @@ def _stage_bisect(s: _Segment, *, share: float = 0.6, cap: int = 2_000_000) -> s
             s.take(r.order, "dp decision")
         elif r.exact:
             s.lb = th + 1
-            s.say(f"  DP decision: no order of peak {th + s.offset}")
+            s.say(f"  DP decision: no order of peak {th + s.offset} B")
         else:
             break
     return "dp" if s.closed() else None
@@ -491,7 +491,7 @@ def _stage_cpsat(s: _Segment, *, workers: int, seed: int, use_cpsat: bool) -> tu
     from memsched.solvers.ordering.cpsat import solve_order_model
 
     om = build_order_model(s.sg, lower_bound=s.lb, hint=s.so)
-    cb = (lambda p, b, w: s.say(f"  CP-SAT order {p + s.offset} bound {b + s.offset:.0f}"))
+    cb = (lambda p, b, w: s.say(f"  CP-SAT order {p + s.offset} B, bound {b + s.offset:.0f} B"))
     sol = solve_order_model(om, time_limit=max(0.1, s.left()), workers=workers, seed=seed, stop_at=s.lb,
                             on_solution=cb)
     if sol.order is not None:
@@ -631,7 +631,7 @@ def _bounds_and_heuristics(run: _Run, pair_budget: float | None) -> bool:
     o, pk, nm, peaks = _heuristics(g, run.lb, run.deadline)
     info["heuristics"] = peaks
     run.order, run.peak, run.ub_by = o, pk, nm
-    run.say(f"lower bound {run.lb} (trap), best heuristic {nm}: {pk}")
+    run.say(f"lower bound {run.lb} B (trap), best heuristic {nm}: {pk} B")
     if run.certified():
         run.by = "bounds"
         return True
@@ -641,7 +641,7 @@ def _bounds_and_heuristics(run: _Run, pair_budget: float | None) -> bool:
     info["bounds"]["pair"] = pb
     if pb > run.lb:
         run.lb = pb
-        run.say(f"pair bound raises the lower bound to {pb} ({time.perf_counter() - t:.2f}s)")
+        run.say(f"pair bound raises the lower bound to {pb} B ({time.perf_counter() - t:.2f}s)")
         if run.certified():
             run.by = "bounds"
             return True
@@ -686,7 +686,7 @@ def _solve_segments(run: _Run, *, workers: int, seed: int, dp_states: int, use_c
         parts[k][1], parts[k][2] = so, order_peak(sg, so) + P.offset
         if parts[k][2] <= run.lb:
             continue
-        run.say(f"segment of {sg.n_ops} operators: peak {parts[k][2]}, target {run.lb}")
+        run.say(f"segment of {sg.n_ops} operators: peak {parts[k][2]} B, target {run.lb} B")
         so, seg_lb, by, interrupted = _solve_segment(sg, so, theta, run.deadline, workers=workers, seed=seed,
                                                      dp_states=dp_states, use_cpsat=use_cpsat,
                                                      stats=run.info["stats"], say=run.say, offset=P.offset)
