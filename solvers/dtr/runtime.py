@@ -249,49 +249,48 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
         argument's storage; every output takes one external ref), add its storage edges,
         materialize output 0, then stamp ``last_access = clock`` on every output storage."""
         res = op.results
+        args = op.args
+        t_storage, st_tensors, st_rext, st_comp = self.t_storage, self.st_tensors, self.st_rext, self.st_comp
         for i, t in enumerate(res):
-            self._new_output(op, i, t)
-        if self.use_adj and op.args:
+            # output i: its storage (new, or its aliased argument's), one external ref, and
+            # the storage's compute (the distinct operators over its tensors)
+            a = op.aliases[i]
+            if a == -1:
+                s = t
+                self.st_size[s] = op.sizes[i]
+                if op.name.startswith("constant/"):
+                    self.st_const[s] = True
+                if self.use_eq:
+                    self._eq_issue(s)
+            else:
+                s = t_storage[args[a]]
+            t_storage[t] = s
+            ts = st_tensors[s]
+            ts.append(t)
+            st_rext[s] += 1
+            c = op.cost if len(ts) == 1 else self._storage_compute(ts)
+            st_comp[s] = c
+            if self.use_regions:
+                self._set_comp(s, c)
+        if self.use_adj and args:
             self._add_edges(op.args, res)
         self.materialize(res[0], False)
         clock = self.clock
-        t_storage, st_last, pin_extra = self.t_storage, self.st_last, self.pin_extra
+        st_last, pin_extra = self.st_last, self.pin_extra
         for t in res:
             st_last[t_storage[t]] = clock
             if pin_extra and t in pin_extra:
                 self.pin(t)
 
-    def _new_output(self, op, i: int, t: int) -> None:
-        """Output ``i`` (tensor ``t``) of ``op``: its storage (new, or its aliased
-        argument's), one external ref, and the storage's compute (the distinct operators
-        over its tensors)."""
-        a = op.aliases[i]
-        t_storage = self.t_storage
-        if a == -1:
-            s = t
-            self.st_size[s] = op.sizes[i]
-            if op.name.startswith("constant/"):
-                self.st_const[s] = True
-            if self.use_eq:
-                self._eq_issue(s)
-        else:
-            s = t_storage[op.args[a]]
-        t_storage[t] = s
-        ts = self.st_tensors[s]
-        ts.append(t)
-        self.st_rext[s] += 1
-        if len(ts) == 1:
-            c = op.cost
-        else:
-            seen, c = set(), 0
-            for u in ts:
-                o = self.t_op[u]
-                if o not in seen:
-                    seen.add(o)
-                    c += self.o_cost[o]
-        self.st_comp[s] = c
-        if self.use_regions:
-            self._set_comp(s, c)
+    def _storage_compute(self, ts):
+        """Compute of a storage holding the tensors ``ts``: the distinct operators over them."""
+        seen, c = set(), 0
+        for u in ts:
+            o = self.t_op[u]
+            if o not in seen:
+                seen.add(o)
+                c += self.o_cost[o]
+        return c
 
     def _add_edges(self, args, res) -> None:
         """Storage edges from each argument's storage to the result storages. Pinned
@@ -407,7 +406,18 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
             self.events.append(("compute", op, remat, self.depth, self.clock, self.memory,
                                 tuple(dup), self.pos))
         if rst:
-            self._materialized_storages(rst)
+            # the storages rst became material: into the pool, out of the evicted set, and
+            # the regions or classes updated
+            pool = self.pool
+            for s in rst:
+                if s not in pool:
+                    pool[s] = None
+            if self.use_adj:
+                self.evicted.difference_update(rst)
+            if self.use_regions:
+                self._regions_materialized(rst)
+            if self.use_eq:
+                self._eq_materialized(rst)
 
     def _count_remat(self, cost) -> None:
         self.remat_compute += cost
@@ -415,20 +425,6 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
         if self.deadline is not None and (self.remat_count & 255) == 0:
             if time.perf_counter() > self.deadline:
                 raise TimeoutError("replay exceeded its time limit")
-
-    def _materialized_storages(self, rst) -> None:
-        """The storages ``rst`` became material: into the pool, out of the evicted set,
-        and the regions or classes updated."""
-        pool = self.pool
-        for s in rst:
-            if s not in pool:
-                pool[s] = None
-        if self.use_adj:
-            self.evicted.difference_update(rst)
-        if self.use_regions:
-            self._regions_materialized(rst)
-        if self.use_eq:
-            self._eq_materialized(rst)
 
     def _lock(self, s: int) -> None:
         if self.st_rint[s] == 0:
