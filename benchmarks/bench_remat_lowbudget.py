@@ -163,7 +163,8 @@ def write_section(res: dict, cmd: str, load: str) -> None:
         least = row.get("unbounded_least_budget")
         c = row["cap1_at_B"]
         lower = f"{least} (least unbounded budget)" if least else f"{row['local_bound']} (local bound)"
-        upk = u["peak"] if u["status"] == "feasible" else row.get("unbounded_least_peak_found", "-")
+        # a decided least budget was met by an emitted schedule (the bisection's last feasible probe)
+        upk = least if least else (u["peak"] if u["status"] == "feasible" else row.get("unbounded_least_peak_found", "-"))
         L.append(f"| {name} | {row['P']} | {row['B']} | {ustr} | {least if least else 'not decided'} | {upk} | "
                  f"{c['status']}, {c['wall_s']} s | {lower} | {KNOWN_CAP1_PEAK[name]} (docs/remat.md, not re-run) |")
     L.append("")
