@@ -352,6 +352,9 @@ def _first_schedule(s: _Solve) -> SolveResult | None:
     from memsched.solvers.remat.lowbudget import refute_low_budget  # docs/remat-low-budgets.md
     why = refute_low_budget(g, s.B, None if s.unbounded else s.caps, time_limit=min(10.0, 0.1 * s.left()))
     if why:
+        # valid for the asked problem: without caps the search assumed any recomputation,
+        # with caps it used the asked ones (lift_claims keeps it even when cp's class is narrower)
+        s.params["refutes_asked_problem"] = True
         return s.infeasible(why, proof="local", stop="proved infeasible by the backward reachability search")
     phases = ((("phase 1 (given order)", g.given_order(), 0.95),) if s.gmodel else
               (("phase 1a (fixed order)", s.best_order, 0.3), ("phase 1b (free order)", None, 0.95)))

@@ -273,6 +273,8 @@ def lift_claims(graph: Graph, res: SolveResult, problem: RematProblem) -> SolveR
             why = None
             if problem.budget is not None:
                 why = local_infeasibility(graph, problem.budget) or pebbling_infeasibility(graph, problem.budget)
+                if not why and res.status == Status.INFEASIBLE and res.params.get("refutes_asked_problem"):
+                    why = res.message  # the low-budget refutation (docs/remat-low-budgets.md)
             if why:
                 status = Status.INFEASIBLE
                 res.message = why if res.status == Status.INFEASIBLE and res.message == why else \
