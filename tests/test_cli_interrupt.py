@@ -118,6 +118,7 @@ def test_pareto_interrupted_keeps_solved_budgets():
     assert "optimal" in out  # the first budget's row is kept
 
 
+PHASE_ORDER = ["bounds", "exact order", "remat", "programs"]
 # (stderr line that ends the previous step, the phase Ctrl-C then lands in, rows finished by then)
 CROSSCHECK_PHASES = [
     ("order best:", "bounds", {"given", "best"}),
@@ -132,11 +133,15 @@ CROSSCHECK_PHASES = [
 def test_crosscheck_interrupted_in_each_phase_prints_the_partial_report(when, phase, rows):
     """Ctrl-C in every phase: exit 130 within the limit, the report of the rows finished so
     far on stdout with status interrupted and the phase named, no verdict claimed for the rest."""
-    rc, out, err, dt = interrupt(["crosscheck", G100, "--time-limit", "60"], when=when, after=0.3, timeout=600)
+    rc, out, err, dt = interrupt(["crosscheck", G100, "--time-limit", "60"], when=when, after=0.05, timeout=600)
     if when not in err:
         pytest.skip(f"{when!r} not reached in 600 s (loaded machine)")
     out = _check(rc, out, err, dt)
-    assert f"status: interrupted (Ctrl-C) in the {phase} phase" in out, out[:600]
+    # a short phase (bounds: well under a second) can end between the line and the signal:
+    # then Ctrl-C lands in the next phase, which must be the one named
+    k = PHASE_ORDER.index(phase)
+    landed = [p for p in PHASE_ORDER[k:k + 2] if f"status: interrupted (Ctrl-C) in the {p} phase" in out]
+    assert landed, out[:600]
     methods = {line.split()[0] for line in out.splitlines()[6:] if line and not line.startswith(("-", "VERDICT", "method"))}
     assert rows <= methods, (rows, methods)
     assert "VERDICT (partial" in out, out[-400:]
