@@ -355,7 +355,7 @@ MAX_EXPLAINED = 12  # holes explained per sweep (the section says when more were
 def run_sweeps(a) -> int:
     from memsched.solvers.dtr import explain, sweep
     from memsched.solvers.dtr.explain import format_explanation
-    from memsched.solvers.dtr.sweep import plot_sweep
+    from memsched.cli.dtr import plot_sweep
 
     if not (DATA / "manifest.json").is_file():
         print(f"no traces at {DATA}; skipping")

@@ -186,7 +186,7 @@ def _sweep(args) -> int:
 
     from memsched.solvers.dtr.replay import parse_limit
     from memsched.solvers.dtr.runtime import canonical_heuristic
-    from memsched.solvers.dtr.sweep import SweepInterrupted, format_summary, plot_sweep, summarize_result, sweep_many
+    from memsched.solvers.dtr.sweep import SweepInterrupted, format_summary, summarize_result, sweep_many
 
     limit = parse_limit(args.overhead_limit)
     if args.dask is None and (args.jobs < 1 or args.jobs > 2):
@@ -368,3 +368,40 @@ def add_parsers(sub) -> None:
     d = dsub.add_parser("to-graph", help="convert a trace into a memsched graph (forward+backward DAG)")
     d.add_argument("trace", metavar="TRACE")
     d.add_argument("-o", "--output", metavar="FILE", required=True)
+
+
+def plot_sweep(result, path: str) -> None:
+    """Feasibility map: outcome per sampled ratio (and the overhead of feasible runs)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from memsched.cli.fmt import byte_unit
+
+    colors = {"ok": "tab:green", "oom": "tab:red", "remat_exceeded": "tab:orange",
+              "unresolved": "tab:gray", "nondeterministic": "tab:purple"}
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 5), sharex=True, gridspec_kw={"height_ratios": [1, 2]})
+    for o, c in colors.items():
+        xs = [p.ratio for p in result.points if p.outcome == o]
+        if xs:
+            ax1.scatter(xs, [0] * len(xs), c=c, s=8, marker="|", label=o)
+    for h in result.holes:
+        ax1.axvspan(h.first, h.last + 1e-9, color="red", alpha=0.3)
+    ax1.set_yticks([])
+    ax1.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False, title="outcome")
+    nh = len(result.holes)
+    name = result.trace.split("/")[-1]
+    mem = result.baseline_memory
+    div, unit = byte_unit(mem)
+    fig.suptitle(f"DTR feasibility map: {name}\nheuristic {result.heuristic}, {len(result.points)} budgets sampled, "
+                 f"{'no holes' if nh == 0 else f'{nh} hole region' + ('' if nh == 1 else 's') + ' (shaded)'}, baseline memory {mem / div:.4g} {unit}",
+                 fontsize=9)
+    ok = [p for p in result.points if p.outcome == "ok"]
+    ax2.plot([p.ratio for p in ok], [p.clock / result.baseline_compute for p in ok], ".", ms=3, color="tab:green")
+    ax2.set_xlabel("budget (fraction of the trace's baseline memory)")
+    ax2.set_ylabel("compute / baseline compute")
+    ax2.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)

@@ -132,7 +132,8 @@ def test_crosscheck_timelines_small_multiples_distinct_colours(tmp_path, capsys)
 def test_dtr_sweep_plot_names_the_whole_trace_and_counts_holes_in_words(tmp_path, monkeypatch):
     import matplotlib.figure
 
-    from memsched.solvers.dtr.sweep import Hole, plot_sweep, sweep
+    from memsched.cli.dtr import plot_sweep
+    from memsched.solvers.dtr.sweep import Hole, sweep
     from test_dtr_sweep_harness import KW, synth_file
 
     trace = synth_file(tmp_path, 12, 3)
@@ -151,6 +152,9 @@ def test_dtr_sweep_plot_names_the_whole_trace_and_counts_holes_in_words(tmp_path
     plot_sweep(res, str(png))
     _png(png)
     assert trace.name in titles[-1] and "1 hole region " in titles[-1] and "B" in titles[-1]
+    res.holes = []
+    plot_sweep(res, str(png))
+    assert "no holes" in titles[-1] and "0 hole" not in titles[-1]
 
 
 def test_bench_report_plots(tmp_path, capsys):
