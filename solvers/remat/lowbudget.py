@@ -186,34 +186,49 @@ class ReachSearch:
                     best, how, e = pk - self.base, order, len(order)
                 p[t], self.how_t[t], E[t] = best, how, e
 
+    def _ancestor_ops(self, S: int) -> int:
+        """Bitmask of the operators S's produced tensors depend on (themselves included)."""
+        ops = 0
+        for j in _bits(S & self.prodmask):
+            ops |= self.opanc[self.g.producer[j]]
+        return ops
+
+    def _run_plain(self, S: int, ops: int, order, stop_above=None):
+        """Peak of running ``order`` restricted to ``ops``, keeping S and every graph input,
+        freeing every other tensor after its last reader among ``ops``; None as soon as one
+        step exceeds ``stop_above`` (when given). O(ancestors + edges)."""
+        g, size = self.g, self.size
+        left = {}
+        for v in order:
+            if (ops >> v) & 1:
+                for j in g.op_in[v]:
+                    left[j] = left.get(j, 0) + 1
+        mem = pk = self.base
+        for v in order:
+            if not (ops >> v) & 1:
+                continue
+            out = sum(size[j] for j in g.op_out[v])
+            step = mem + out + g.workspace[v]
+            if stop_above is not None and step > stop_above:
+                return None
+            pk = max(pk, step)
+            mem += out
+            for j in g.op_out[v]:
+                if not left.get(j) and not (S >> j) & 1:
+                    mem -= size[j]
+            for j in g.op_in[v]:
+                left[j] -= 1
+                if left[j] == 0 and g.producer[j] != -1 and not (S >> j) & 1:
+                    mem -= size[j]
+        return pk
+
     def _plain_peak(self, S: int):
         """(least peak, order) over ``self.orders`` of the plain order of S's ancestors that
         keeps S and frees every other tensor after its last reader among them."""
-        g, size = self.g, self.size
-        ops = 0
-        for j in _bits(S & self.prodmask):
-            ops |= self.opanc[g.producer[j]]
+        ops = self._ancestor_ops(S)
         best = (None, None)
         for order in self.orders:
-            left = {}
-            for v in order:
-                if (ops >> v) & 1:
-                    for j in g.op_in[v]:
-                        left[j] = left.get(j, 0) + 1
-            mem = pk = self.base
-            for v in order:
-                if not (ops >> v) & 1:
-                    continue
-                out = sum(size[j] for j in g.op_out[v])
-                pk = max(pk, mem + out + g.workspace[v])
-                mem += out
-                for j in g.op_out[v]:
-                    if not left.get(j) and not (S >> j) & 1:
-                        mem -= size[j]
-                for j in g.op_in[v]:
-                    left[j] -= 1
-                    if left[j] == 0 and g.producer[j] != -1 and not (S >> j) & 1:
-                        mem -= size[j]
+            pk = self._run_plain(S, ops, order)
             if best[0] is None or pk < best[0]:
                 best = (pk, [v for v in order if (ops >> v) & 1])
         return best
@@ -222,33 +237,9 @@ class ReachSearch:
         """Sufficient: a plain order (one of ``self.orders``) of S's ancestors, every tensor
         freed after its last reader among them except S's, with every graph input kept, stays
         within B. Returns the order or None. O(orders x (ancestors + edges))."""
-        g, size = self.g, self.size
-        ops = 0
-        for j in _bits(S & self.prodmask):
-            ops |= self.opanc[g.producer[j]]
+        ops = self._ancestor_ops(S)
         for order in self.orders:
-            left = {}
-            for v in order:
-                if (ops >> v) & 1:
-                    for j in g.op_in[v]:
-                        left[j] = left.get(j, 0) + 1
-            mem, ok = self.base, True
-            for v in order:
-                if not (ops >> v) & 1:
-                    continue
-                out = sum(size[j] for j in g.op_out[v])
-                if mem + out + g.workspace[v] > self.B:
-                    ok = False
-                    break
-                mem += out
-                for j in g.op_out[v]:
-                    if not left.get(j) and not (S >> j) & 1:
-                        mem -= size[j]
-                for j in g.op_in[v]:
-                    left[j] -= 1
-                    if left[j] == 0 and g.producer[j] != -1 and not (S >> j) & 1:
-                        mem -= size[j]
-            if ok:
+            if self._run_plain(S, ops, order, stop_above=self.B) is not None:
                 return [v for v in order if (ops >> v) & 1]
         return None
 
