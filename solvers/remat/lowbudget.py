@@ -553,10 +553,8 @@ class CappedRefuter:
     def plain_fits(self, S: int, cnt: int) -> bool:
         """A real chain: a plain order of S's ancestors (each run once more, within the caps
         left) keeps S within B. Cuts the search; never needed for soundness."""
-        rs, g = self.rs, self.g
-        ops = 0
-        for j in _bits(S & rs.prodmask):
-            ops |= rs.opanc[g.producer[j]]
+        rs = self.rs
+        ops = rs._ancestor_ops(S)
         for v in _bits(ops):
             if self.K[v] is not None and (cnt >> (self.wb * v)) & self.fmask >= self.K[v]:
                 return False
