@@ -82,6 +82,20 @@ class RefereeLimit(RuntimeError):
     """The state space exceeded the referee's limit (the instance is too big for it)."""
 
 
+def all_topological_orders(g: Graph):
+    """Every topological order of g's operators, by plain enumeration of permutations
+    (O(n! n); for graphs of at most ~9 operators)."""
+    pred = [set(p) for p in g.op_pred()]
+    for perm in itertools.permutations(range(g.n_ops)):
+        seen = set()
+        for v in perm:
+            if not pred[v] <= seen:
+                break
+            seen.add(v)
+        else:
+            yield list(perm)
+
+
 # ----------------------------------------------------------------- (a) order peak
 def order_peak(g: Graph) -> tuple[int, list[int]]:
     """(least peak over all topological orders without recomputation, an order attaining it).

@@ -1,8 +1,6 @@
 """Heuristic orderings: valid topological orders, the efficient implementations agree with
 naive re-implementations of their keys, Liu's algorithm is optimal on trees, and
 solve_order's statuses and errors."""
-import itertools
-
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -12,6 +10,7 @@ from memsched.solvers.ordering.liu import NotATreeError, liu_is_exact, liu_order
 from memsched.cli.order import format_result
 from memsched.solvers.ordering.dispatch import solve_order
 from memsched.solvers.ordering.heuristics import HEURISTICS, applicable, best_with_peaks, is_topological
+from referee import all_topological_orders
 from strategies import random_graphs, random_trees
 
 
@@ -21,21 +20,7 @@ def peak_of(g, order):
 
 def brute_optimum(g):
     """Minimum peak over all topological orders (explicit enumeration)."""
-    n = g.n_ops
-    pred = [set(p) for p in g.op_pred()]
-    best = None
-    for perm in itertools.permutations(range(n)):
-        seen = set()
-        ok = True
-        for v in perm:
-            if not pred[v] <= seen:
-                ok = False
-                break
-            seen.add(v)
-        if ok:
-            p = peak_of(g, list(perm))
-            best = p if best is None else min(best, p)
-    return best
+    return min(peak_of(g, o) for o in all_topological_orders(g))
 
 
 def brute_optimum_dfs(g):

@@ -1,29 +1,15 @@
 """Lookahead pruning of the down-set DP (solvers/ordering/downset_dp.py: Lookahead) and
 the DP-decision stage of solve_exact, against brute force over all topological orders
 (proof: docs/bounds.md, sections 6a and 6b)."""
-import itertools
-
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from memsched.formulations import order_peak
 from memsched.solvers.ordering import exact as E
 from memsched.solvers.ordering.bounds import step_memory
 from memsched.solvers.ordering.downset_dp import Lookahead, downset_decide, downset_dp
+from referee import all_topological_orders as all_orders
 from strategies import random_graphs, single_output_graphs, topological_orders
 
-
-def all_orders(g):
-    pred = [set(p) for p in g.op_pred()]
-    for perm in itertools.permutations(range(g.n_ops)):
-        seen = set()
-        ok = True
-        for v in perm:
-            if not pred[v] <= seen:
-                ok = False
-                break
-            seen.add(v)
-        if ok:
-            yield list(perm)
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
