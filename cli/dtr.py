@@ -185,7 +185,6 @@ def _sweep(args) -> int:
     import sys
 
     from memsched.solvers.dtr.replay import parse_limit
-    from memsched.solvers.dtr.runtime import canonical_heuristic
     from memsched.solvers.dtr.sweep import SweepInterrupted, format_summary, summarize_result, sweep_many
 
     limit = parse_limit(args.overhead_limit)
@@ -200,8 +199,10 @@ def _sweep(args) -> int:
     heuristics = [h.strip() for h in args.heuristic.split(",") if h.strip()]
     if not heuristics:
         raise MemschedError(f"--heuristic: no heuristic named in {args.heuristic!r}")
+    from memsched.solvers.dtr.allocator import check_heuristic_allocator
+
     for h in heuristics:
-        canonical_heuristic(h)
+        check_heuristic_allocator(h, getattr(args, "allocator", "bytes"))
     for t in args.trace:
         if not Path(t).is_file():
             raise MemschedError(f"{t}: no such trace file")
@@ -281,10 +282,20 @@ def _report(args) -> int:
 
 
 def _explain(args) -> int:
-    from memsched.solvers.dtr.explain import explain, format_explanation
+    from memsched.solvers.dtr.explain import explain, explain_alloc, format_alloc_explanation, format_explanation
     from memsched.solvers.dtr.replay import parse_limit
 
     limit = parse_limit(args.overhead_limit)
+    alloc = getattr(args, "allocator", "bytes")
+    if alloc != "bytes":
+        from memsched.solvers.dtr.allocator import check_heuristic_allocator
+
+        check_heuristic_allocator(args.heuristic, alloc)
+        d = explain_alloc(_load(args), args.budget, alloc, heuristic=args.heuristic, overhead_limit=limit)
+        print(json.dumps(d, default=str) if args.json else format_alloc_explanation(d))
+        return 0
+    if args.vs is None:
+        raise MemschedError("dtr explain: --vs (a smaller feasible ratio) is required with --allocator bytes")
     tr = _load(args)
     d = explain(tr, args.budget, args.vs, heuristic=args.heuristic, overhead_limit=limit)
     if args.json:
@@ -361,9 +372,13 @@ def add_parsers(sub) -> None:
     d = dsub.add_parser("explain", help="explain a feasibility hole: replay two budgets side by side")
     d.add_argument("trace", metavar="TRACE")
     d.add_argument("--budget", type=positive_float, required=True, help="failing budget (ratio)")
-    d.add_argument("--vs", type=positive_float, required=True, help="smaller feasible budget (ratio)")
+    d.add_argument("--vs", type=positive_float, default=None,
+                   help="smaller feasible budget (ratio); required with --allocator bytes")
     d.add_argument("--heuristic", default="dtr")
     d.add_argument("--overhead-limit", default="2.0")
+    d.add_argument("--allocator", default="bytes",
+                   help="first-fit, best-fit, caching: explain an address-aware failure at --budget (the "
+                        "missing block, the tensors that split it, replays with pin / evict-first / coop)")
     d.add_argument("--json", action="store_true")
     d = dsub.add_parser("to-graph", help="convert a trace into a memsched graph (forward+backward DAG)")
     d.add_argument("trace", metavar="TRACE")

@@ -23,6 +23,18 @@ When the byte count fits but no block is found, the runtime evicts by its heuris
 (the same choice as under byte pressure) and retries; when nothing is left to evict the
 run ends with outcome ``fragmentation`` and ``failure`` names the missing block: the
 request, the free total, the largest free block and the layout of the arena.
+
+Heuristic ``coop`` (Coop, Zhang et al., NeurIPS 2023: evict a contiguous window; the
+idea, not their code) works on the arenas only. It skips the byte loop: when an output
+finds no free block, the runtime takes the window ``[a, a + size)`` of the arena whose
+blocks are all free or evictable and whose evictable storages have the least summed cost
+(per storage e*(s) / (clock - last access), i.e. h_DTR times its bytes; free bytes cost
+nothing), evicts every storage in it at once, and places the output there (the window is
+then one free block). :func:`cheapest_window` finds it: a least window can be taken to
+start at a block's start (moving its start left to the start of the block holding it
+adds no block and may drop one at the right end), so it tries every block start. With no
+such window the run fails: ``oom`` when the unevictable bytes plus the request exceed the
+budget (no placement could fit it), else ``fragmentation``.
 """
 from __future__ import annotations
 
@@ -32,9 +44,12 @@ from memsched.formulations import MemschedError
 
 from .runtime import OOMError, Runtime, ThrashError
 
-__all__ = ["ALLOCATORS", "Arena", "CachingAllocator", "AllocRuntime", "FragmentationError", "make_allocator"]
+__all__ = ["ALLOCATORS", "Arena", "CachingAllocator", "AllocRuntime", "FragmentationError", "make_allocator",
+           "cheapest_window", "check_heuristic_allocator"]
 
 ALLOCATORS = ("bytes", "first-fit", "best-fit", "caching")
+ARENAS = ("first-fit", "best-fit")
+WINDOW_HEURISTICS = ("coop",)
 
 KIB, MIB = 1024, 1024 * 1024
 
@@ -201,6 +216,63 @@ class CachingAllocator:
         return sorted(out)
 
 
+def cheapest_window(blocks, size: int):
+    """The least-cost window of ``size`` bytes over a tiling of an arena.
+
+    Parameters
+    ----------
+    blocks : list of (address, length, cost)
+        In address order, each starting where the previous one ends; ``cost`` None: the
+        block cannot be cleared (locked, pinned, or an output being placed); free blocks
+        cost 0.
+    size : int
+        Bytes of the window (> 0).
+
+    Returns
+    -------
+    (cost, i, j) or None
+        The window ``[blocks[i].address, + size)`` overlaps blocks ``i .. j-1`` and no
+        block with cost None; its cost is the sum of their costs (summed in address
+        order); least cost, ties: the lowest address. None when every window of ``size``
+        bytes inside the tiling overlaps a block with cost None.
+
+    Complexity: O(n + sum of window lengths) for n blocks.
+    """
+    n = len(blocks)
+    locked = [0] * (n + 1)  # locked[k]: blocks with cost None among blocks[:k]
+    for k, b in enumerate(blocks):
+        locked[k + 1] = locked[k] + (b[2] is None)
+    best = None
+    j = 0
+    end = blocks[0][0] if blocks else 0
+    for i in range(n):
+        a = blocks[i][0]
+        if j < i + 1:
+            j, end = i + 1, a + blocks[i][1]
+        while end < a + size and j < n:
+            end = blocks[j][0] + blocks[j][1]
+            j += 1
+        if end < a + size:
+            break  # no window starting here or later fits
+        if locked[j] - locked[i]:
+            continue
+        c = 0
+        for k in range(i, j):
+            c += blocks[k][2]
+        if best is None or c < best[0]:
+            best = (c, i, j)
+    return best
+
+
+def check_heuristic_allocator(heuristic: str, allocator: str) -> None:
+    """A window heuristic (``coop``) needs an arena allocator; MemschedError otherwise."""
+    from .runtime import canonical_heuristic
+
+    if canonical_heuristic(heuristic) in WINDOW_HEURISTICS and allocator not in ARENAS:
+        raise MemschedError(f"--heuristic {heuristic} evicts address windows: it needs --allocator first-fit or "
+                            f"best-fit, got {allocator}")
+
+
 def make_allocator(name: str, capacity: int):
     if name in ("first-fit", "best-fit"):
         return Arena(capacity, name)
@@ -216,14 +288,34 @@ class AllocRuntime(Runtime):
     heuristic and retries; with nothing left to evict the run's outcome is
     ``fragmentation``."""
 
-    def __init__(self, trace, budget, heuristic: str = "dtr", *, allocator: str = "best-fit", **kw):
+    address_aware = True
+
+    def __init__(self, trace, budget, heuristic: str = "dtr", *, allocator: str = "best-fit", evict_first=(),
+                 **kw):
         if kw.get("workspace") is not None:
             raise MemschedError("address-aware allocators replay traces only (no graph workspace)")
+        check_heuristic_allocator(heuristic, allocator)
         super().__init__(trace, budget, heuristic, **kw)
         self.allocator = allocator
         self.alloc = make_allocator(allocator, budget)
         self.st_block: dict[int, object] = {}
         self.frag_evictions = 0  # evictions made because no block fitted (bytes would have fitted)
+        self.window = self.h in WINDOW_HEURISTICS
+        self.windows = 0  # windows cleared (coop)
+        # explanation intervention: these tensors' storages go first whenever anything is evicted
+        self.evict_first = frozenset(evict_first)
+
+    def _free(self, need, op: int) -> None:
+        if not self.window:
+            Runtime._free(self, need, op)
+        # coop: the placement clears windows (a block that fits is also room in bytes)
+
+    def _choose(self) -> int:
+        if self.evict_first:
+            for s in self.pool:
+                if any(self.t_storage[t] == s for t in self.evict_first):
+                    return s
+        return self._pick(self.pool, self.clock)
 
     def run(self) -> str:
         try:
@@ -246,6 +338,8 @@ class AllocRuntime(Runtime):
                 self.st_block[r] = b
 
     def _place(self, o, op: int) -> list:
+        if self.window:
+            return self._place_window(o, op)
         while True:
             got = []
             failed = None
@@ -264,20 +358,81 @@ class AllocRuntime(Runtime):
                 if b is not None:
                     self.alloc.free(b)
             if not self.pool:
-                owners = {b: s for s, b in self.st_block.items()}
-                lay = []
-                for e in self.alloc.layout():
-                    k = e[0] if len(e) == 3 else (e[0], e[1])
-                    lay.append(list(e) + [owners.get(k) if e[-1] == "used" else None])
-                self.failure = {"kind": "fragmentation", "op": op, "allocator": self.allocator,
-                                "requested": failed, "request_sizes": list(o.sizes), "memory": self.memory,
-                                "budget": self.budget, "free_total": self.alloc.free_total(),
-                                "largest_free": self.alloc.largest_free(), "clock": self.clock, "pos": self.pos,
-                                "layout": lay}
-                self.stack_at_failure = list(self.mstack)
+                self._record_fragmentation(o, op, failed)
                 raise FragmentationError()
             self.frag_evictions += 1
             self._evict(self._choose(), "fragmentation")
+
+    def _blocks(self, cost_of):
+        """The arena's tiling ``(address, size, cost)``; cost None for a block that cannot
+        be cleared, else ``cost_of(storage)`` (free blocks: 0), and the owners by address."""
+        owners = {b: s for s, b in self.st_block.items()}
+        pool = self.pool
+        out = []
+        for a, size, st in self.alloc.layout():
+            if st == "free":
+                out.append((a, size, 0))
+            else:
+                s = owners.get(a)
+                out.append((a, size, cost_of(s) if s is not None and s in pool else None))
+        return out, owners
+
+    def _place_window(self, o, op: int) -> list:
+        """Coop: place the outputs one by one; an output that finds no block clears the
+        cheapest window of its size (:func:`cheapest_window`) and takes it."""
+        got = []
+        for i, size in enumerate(o.sizes):
+            if size <= 0 or o.aliases[i] != -1:
+                got.append(None)
+                continue
+            b = self.alloc.alloc(size)
+            while b is None:
+                clock = self.clock
+                first = {self.t_storage[t] for t in self.evict_first}
+                blocks, owners = self._blocks(lambda s: 0 if s in first else self._cost(s, clock))
+                w = cheapest_window(blocks, size)
+                if w is None:
+                    self._fail_window(o, op, size, got)
+                rest = sum(sz for sz, ob in zip(o.sizes[i:], o.aliases[i:]) if sz > 0 and ob == -1)
+                why = "pressure" if self.memory + rest > self.budget else "fragmentation"
+                self.windows += 1
+                for a, _sz, _c in blocks[w[1]:w[2]]:
+                    s = owners.get(a)
+                    if s is not None:
+                        if why == "fragmentation":
+                            self.frag_evictions += 1
+                        self._evict(s, why)
+                b = self.alloc.alloc(size)
+            got.append(b)
+        return got
+
+    def _fail_window(self, o, op: int, size: int, got) -> None:
+        """No window of ``size`` bytes can be cleared: record the failure (the layout with
+        the outputs placed so far, unowned) and stop."""
+        evictable = sum(self.st_size[s] for s in self.pool)
+        need = sum(sz for sz, a in zip(o.sizes, o.aliases) if sz > 0 and a == -1)
+        if self.memory - evictable + need > self.budget:
+            self.failure = {"kind": "oom", "op": op, "requested": need, "memory": self.memory,
+                            "short": self.memory - evictable + need - self.budget, "clock": self.clock,
+                            "depth": self.depth, "pos": self.pos}
+            self.stack_at_failure = list(self.mstack)
+            raise OOMError()
+        self._record_fragmentation(o, op, size)
+        self.failure["placed_bytes"] = sum(self.alloc.used[b] for b in got if b is not None)
+        raise FragmentationError()
+
+    def _record_fragmentation(self, o, op: int, size: int) -> None:
+        owners = {b: s for s, b in self.st_block.items()}
+        lay = []
+        for e in self.alloc.layout():
+            k = e[0] if len(e) == 3 else (e[0], e[1])
+            lay.append(list(e) + [owners.get(k) if e[-1] == "used" else None])
+        self.failure = {"kind": "fragmentation", "op": op, "allocator": self.allocator,
+                        "requested": size, "request_sizes": list(o.sizes), "memory": self.memory,
+                        "budget": self.budget, "free_total": self.alloc.free_total(),
+                        "largest_free": self.alloc.largest_free(), "clock": self.clock, "pos": self.pos,
+                        "layout": lay, "evictable_bytes": sum(self.st_size[s] for s in self.pool)}
+        self.stack_at_failure = list(self.mstack)
 
     def _evict(self, s: int, why: str) -> None:
         b = self.st_block.pop(s, None)
@@ -316,8 +471,10 @@ def explain_fragmentation(failure: dict, trace=None) -> str:
 
 
 def replay_alloc(trace, ratio=None, *, budget=None, heuristic="dtr", allocator="best-fit", overhead_limit=2.0,
-                 seed=0, timeout=None, record=False):
-    """:func:`replay` under an allocator model (``bytes``: the plain runtime)."""
+                 seed=0, timeout=None, record=False, pin=(), evict_first=()):
+    """:func:`replay` under an allocator model (``bytes``: the plain runtime). ``pin``:
+    tensor ids pinned once computed; ``evict_first`` (address-aware only): tensor ids
+    whose storages are evicted first whenever an eviction is made (explanations)."""
     import time
 
     from .replay import ReplayResult, budget_for, load_trace, trace_baseline
@@ -334,9 +491,15 @@ def replay_alloc(trace, ratio=None, *, budget=None, heuristic="dtr", allocator="
         budget = budget_for(tr, ratio)
     limit = b["baseline_compute"] * (overhead_limit - 1)
     t0 = time.perf_counter()
-    kw = dict(remat_limit=limit, record=record, seed=seed, deadline=None if timeout is None else t0 + timeout)
-    rt = Runtime(tr, budget, h, **kw) if allocator == "bytes" else AllocRuntime(tr, budget, h, allocator=allocator,
-                                                                                **kw)
+    check_heuristic_allocator(h, allocator)
+    kw = dict(remat_limit=limit, record=record, seed=seed, deadline=None if timeout is None else t0 + timeout,
+              pin_extra=pin)
+    if allocator == "bytes":
+        if evict_first:
+            raise MemschedError("evict_first needs an address-aware allocator")
+        rt = Runtime(tr, budget, h, **kw)
+    else:
+        rt = AllocRuntime(tr, budget, h, allocator=allocator, evict_first=evict_first, **kw)
     try:
         out = rt.run()
     except TimeoutError:

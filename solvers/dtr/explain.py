@@ -26,7 +26,7 @@ from memsched.formulations import MemschedError
 
 from .replay import budget_for, load_trace, replay
 
-__all__ = ["explain"]
+__all__ = ["explain", "explain_alloc", "format_alloc_explanation"]
 
 
 def _evictions(rt):
@@ -332,4 +332,157 @@ def format_explanation(d: dict) -> str:
     for it in d.get("intervention", []):
         L.append(f"intervention: pin {', '.join(it['pinned'][:8])}{' ...' if len(it['pinned']) > 8 else ''} "
                  f"({it['what']}) -> {it['outcome']} (clock {it['clock']}, evictions {it['evictions']})")
+    return "\n".join(L)
+
+
+# ------------------------------------------------------------------ address-aware failures
+def _unevictable_reason(rt, s: int, failure: dict) -> str:
+    """Why resident storage ``s`` could not be evicted at the failure: pinned (a constant,
+    a PIN, or an intervention), or locked as an operand of an operator being computed (the
+    failing one, or an outer frame of the recomputation cascade)."""
+    tr = rt.trace
+    if rt.st_pin[s]:
+        return "pinned constant" if rt.st_const[s] else "pinned"
+    ops = []
+    for t, _remat in rt.stack_at_failure or []:
+        o = tr.tensor_op[t]
+        if any(rt.t_storage[a] == s for a in tr.ops[o].args) and o not in ops:
+            ops.append(o)
+    fop = failure.get("op")
+    if fop is not None and fop not in ops and any(rt.t_storage[a] == s for a in tr.ops[fop].args):
+        ops.append(fop)
+    if not ops:
+        return "locked" if rt.st_rint[s] > 0 else "evictable"
+    names = [tr.ops[o].name + (" (the failing operator)" if o == fop else " (outer cascade frame)") for o in ops]
+    return "operand of " + ", ".join(names)
+
+
+def explain_alloc(trace, budget: float, allocator: str = "best-fit", heuristic: str = "dtr",
+                  overhead_limit: float = 2.0, *, intervene: bool = True, max_pins: int = 20) -> dict:
+    """Explain an address-aware failure at ratio ``budget`` under ``allocator``.
+
+    Returns a dict with ``failing`` (the run), ``bytes_run`` (the byte-counting run at the
+    same budget: with ``coop``, heuristic ``dtr``), ``frag_evictions`` (evictions made for
+    want of a block although the bytes fitted) and, for outcome ``fragmentation``:
+
+    * ``missing_block``: the request, the free total, the largest free block, the bytes in
+      use and the budget;
+    * ``window``: the ``request``-byte window of the arena (segment, under ``caching``)
+      holding the fewest resident bytes (ties: lowest address): the free pieces in it would
+      have formed the block but for the resident blocks between them, the
+      ``fragmenters`` (storage, tensor, producing operator, bytes, address, and why it could
+      not be evicted: pinned, or an operand of the failing operator or of an outer cascade
+      frame);
+    * ``interventions``: replays of the same budget with one change each: every
+      fragmenter pinned alone (the first ``max_pins``), all of them pinned, all of them
+      evicted first whenever the run evicts anything (``evict_first``), and the ``coop``
+      heuristic (arenas; when not already used), each with its outcome; ``rescues`` lists
+      those that complete.
+    """
+    from .allocator import ALLOCATORS, cheapest_window, replay_alloc
+
+    if allocator not in ALLOCATORS or allocator == "bytes":
+        raise MemschedError(f"explain --allocator: expected first-fit, best-fit or caching, got {allocator!r}")
+    tr = load_trace(trace)
+    fail = replay_alloc(tr, budget, heuristic=heuristic, allocator=allocator, overhead_limit=overhead_limit,
+                        record=True)
+    if fail.outcome == "ok":
+        raise MemschedError(f"explain: ratio {budget} succeeds with {heuristic} under --allocator {allocator}; "
+                            f"--budget must be a failing ratio")
+    rt = fail.runtime
+    bh = "dtr" if fail.heuristic == "coop" else fail.heuristic
+    by = replay(tr, budget, heuristic=bh, overhead_limit=overhead_limit)
+    out = {"trace": str(tr.path), "heuristic": fail.heuristic, "allocator": allocator, "failing": fail.to_json(),
+           "bytes_run": dict(by.to_json(), heuristic=bh), "frag_evictions": rt.frag_evictions}
+    out["failing"].get("failure", {}).pop("layout", None)
+    f = fail.failure or {}
+    if f.get("kind") != "fragmentation":
+        return out
+    out["missing_block"] = {"op": tr.ops[f["op"]].name, "requested": f["requested"],
+                            "request_sizes": f["request_sizes"], "free_total": f["free_total"],
+                            "largest_free": f["largest_free"], "memory": f["memory"], "budget": f["budget"]}
+    # the window of `requested` bytes holding the fewest resident bytes, per arena / segment
+    lay = f["layout"]
+    groups: dict = {}
+    for e in lay:
+        key = None if len(e) == 4 else e[0]
+        groups.setdefault(key, []).append(e)
+    best = None
+    for key, es in groups.items():
+        blocks = [(e[-4], e[-3], 0 if e[-2] == "free" else e[-3]) for e in es]
+        w = cheapest_window(blocks, f["requested"])
+        if w is not None and (best is None or w[0] < best[0]):
+            best = (w[0], key, es[w[1]:w[2]])
+    if best is not None:
+        resident, key, es = best
+        frag = []
+        for e in es:
+            if e[-2] != "used":
+                continue
+            s = e[-1]
+            d = {"address": e[-4], "bytes": e[-3], "segment": key}
+            if s is not None:
+                d.update(_storage_desc(rt, s))
+                d["why_resident"] = _unevictable_reason(rt, s, f)
+            frag.append(d)
+        out["window"] = {"segment": key, "address": es[0][-4], "bytes": f["requested"],
+                         "free_pieces": [(e[-4], e[-3]) for e in es if e[-2] == "free"],
+                         "resident_bytes": resident}
+        out["fragmenters"] = frag
+    if not intervene:
+        return out
+    tries = []
+    ts = [d["storage"] for d in out.get("fragmenters", []) if "storage" in d and not rt.st_const[d["storage"]]]
+    for t in ts[:max_pins]:
+        tries.append((f"pin {tr.tensor_names[t]}", dict(pin=[t])))
+    if len(ts) > 1:
+        tries.append(("pin all fragmenters", dict(pin=ts)))
+    if ts:
+        tries.append(("evict the fragmenters first", dict(evict_first=ts)))
+    if allocator in ("first-fit", "best-fit") and fail.heuristic != "coop":
+        tries.append(("heuristic coop (contiguous windows)", dict(heuristic="coop")))
+    res = []
+    for label, kw in tries:
+        h = kw.pop("heuristic", heuristic)
+        r = replay_alloc(tr, budget, heuristic=h, allocator=allocator, overhead_limit=overhead_limit, **kw)
+        res.append({"what": label, "heuristic": r.heuristic, "pinned": [tr.tensor_names[t] for t in kw.get("pin", [])],
+                    "evict_first": [tr.tensor_names[t] for t in kw.get("evict_first", [])], "outcome": r.outcome,
+                    "clock": r.clock, "evictions": r.evictions})
+    out["interventions"] = res
+    out["rescues"] = [r["what"] for r in res if r["outcome"] == "ok"]
+    return out
+
+
+def format_alloc_explanation(d: dict) -> str:
+    fl, by = d["failing"], d["bytes_run"]
+    L = [f"trace {d['trace']}  heuristic {d['heuristic']}  allocator {d['allocator']}",
+         f"ratio {fl['ratio']} (budget {fl['budget']}): {fl['outcome']} under {d['allocator']}, clock {fl['clock']}, "
+         f"evictions {fl['evictions']} ({d['frag_evictions']} made for want of a block while the bytes fitted)",
+         f"byte counting at the same budget ({by['heuristic']}): {by['outcome']}, clock {by['clock']}, "
+         f"evictions {by['evictions']}"]
+    mb = d.get("missing_block")
+    if mb is None:
+        L.append(f"not a fragmentation failure ({fl['outcome']}): the address-aware run ends like a byte-counting "
+                 f"failure; explain the byte run's holes with dtr explain --vs")
+        return "\n".join(L)
+    L.append(f"missing block: {mb['op']} requests {mb['requested']} B (outputs {mb['request_sizes']}); "
+             f"{mb['free_total']} B free, the largest free block {mb['largest_free']} B; "
+             f"{mb['memory']} B in use of {mb['budget']} (bytes fit: {mb['memory'] + sum(mb['request_sizes'])} <= "
+             f"{mb['budget']})")
+    w = d.get("window")
+    if w:
+        where = f"segment {w['segment']} " if w["segment"] is not None else ""
+        pieces = ", ".join(f"{s} B at {a}" for a, s in w["free_pieces"]) or "none"
+        L.append(f"the block would have been {where}[{w['address']}, {w['address'] + w['bytes']}): free pieces "
+                 f"{pieces}, split by {len(d['fragmenters'])} resident block(s) ({w['resident_bytes']} B):")
+        for x in d["fragmenters"]:
+            if "tensor" in x:
+                L.append(f"  {x['address']} {x['bytes']} B {x['tensor']} = {x['op']} (compute {x['compute']}): "
+                         f"{x['why_resident']}")
+            else:
+                L.append(f"  {x['address']} {x['bytes']} B (an output of the failing operator)")
+    for it in d.get("interventions", []):
+        L.append(f"intervention: {it['what']} -> {it['outcome']} (clock {it['clock']}, evictions {it['evictions']})")
+    if "interventions" in d:
+        L.append(f"rescued by: {', '.join(d['rescues'])}" if d["rescues"] else "no intervention rescues this budget")
     return "\n".join(L)

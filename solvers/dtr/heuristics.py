@@ -11,7 +11,7 @@ simrd). :data:`HEURISTICS` gives, per name, the simrd class, the state the runti
 maintain for it (``regions``: e*(s) regions; ``eq``: equivalence classes), the numerator
 and the denominator as Python expressions over the runtime's per-storage lists, and the
 choice policy (``least``; ``random``: a seeded uniform draw; ``lookahead``: see
-:mod:`.lookahead`).
+:mod:`.lookahead`; ``window``: a contiguous address window, :mod:`.allocator`).
 
 :func:`bind` compiles the two expressions into three functions over a runtime's state:
 ``numerator(s)``, ``cost(s, clock)`` and ``choose(pool, clock)`` (the least-cost scan).
@@ -110,6 +110,11 @@ HEURISTICS: dict[str, Heuristic] = {
     # lookahead-K = a horizon of K operators; their cost (explanations) is h_DTR
     "belady": _H(None, "regions", E_STAR, SIZE_STALE, "lookahead"),
     "lookahead-inf": _H(None, "regions", E_STAR, SIZE_STALE, "lookahead"),
+    # address-aware (not in simrd; see .allocator): Coop's sliding window. Under a
+    # first-fit / best-fit arena it evicts the contiguous window of least summed cost
+    # e*(s) / staleness (h_DTR times the storage's bytes: the price of the whole storage);
+    # it has no byte-counting form (the plain runtime rejects it)
+    "coop": _H(None, "regions", E_STAR, STALE, "window"),
 }
 del _H
 _BY_CLASS = {v.simrd: k for k, v in HEURISTICS.items() if v.simrd}

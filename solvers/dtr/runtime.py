@@ -31,7 +31,8 @@ import random as _random
 import sys
 import time
 
-from memsched.instances.dtr_trace import COMPUTE, GET, RELEASE, DTRTrace
+from memsched.formulations import MemschedError
+from memsched.instances.dtr_trace import COMPUTE, GET, PIN, RELEASE, DTRTrace
 
 from .baseline import baseline
 from .eqclass import EqClassMixin
@@ -39,7 +40,7 @@ from .heuristics import HEURISTICS, bind, canonical_heuristic, heuristic_names, 
 from .lookahead import LookaheadMixin, horizon
 from .regions import RegionInvariantError, RegionsMixin
 
-__all__ = ["OOMError", "ThrashError", "RegionInvariantError", "Runtime", "baseline", "HEURISTICS",
+__all__ = ["OOMError", "ThrashError", "EarlyStop", "EARLY_OUTCOME", "RegionInvariantError", "Runtime", "baseline", "HEURISTICS",
            "heuristic_names", "canonical_heuristic"]
 
 INF = math.inf
@@ -51,6 +52,16 @@ class OOMError(Exception):
 
 class ThrashError(Exception):
     """Rematerialization compute exceeded the limit (simrd's RematExceededError)."""
+
+
+class EarlyStop(Exception):
+    """The run cannot end 'ok' (proven; ``early_stop``): outcome 'thrash_or_oom'."""
+
+
+# outcome of a run stopped early by the proof of docs/dtr.md section 3 ("Early stop"):
+# the full run ends in 'remat_exceeded' or 'oom', and which one is not decided
+EARLY_OUTCOME = "thrash_or_oom"
+EARLY_CHECKS = 64  # the proof is tried each time the remat compute grew by limit / EARLY_CHECKS
 
 
 class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
@@ -84,6 +95,13 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
     closure_cache : bool
         False rebuilds the region closures at every operator (the reference the tests
         compare the cache with).
+    early_stop : bool
+        Stop as soon as the run provably cannot end 'ok': the remat compute so far plus a
+        lower bound on the remat compute still to come (:meth:`remat_lower_bound`) exceeds
+        ``remat_limit``. Outcome then 'thrash_or_oom' (the full run ends in
+        'remat_exceeded' or 'oom'), ``failure['kind'] == 'thrash_or_oom'`` with the
+        position, clock and bound; clock, peak and evictions are those at the stop, not the
+        full run's. Runs that do not stop early are unchanged.
 
     After :meth:`run`: ``clock``, ``peak``, ``evictions``, ``eager_evictions``,
     ``remat_compute``, ``remat_count``, ``failure``, ``events`` (record mode), and the
@@ -95,7 +113,8 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
 
     def __init__(self, trace: DTRTrace, budget, heuristic: str = "dtr", *, remat_limit=INF,
                  eager: bool = True, record: bool = False, seed: int = 0, pin_extra=(),
-                 workspace=None, deadline: float | None = None, closure_cache: bool = True):
+                 workspace=None, deadline: float | None = None, closure_cache: bool = True,
+                 early_stop: bool = False):
         self._init_config(trace, budget, heuristic, remat_limit, eager, record, seed, pin_extra, deadline)
         self._init_state(workspace)
         if self.use_regions:
@@ -103,6 +122,7 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
         if self.use_eq:
             self._init_eq()
         self._init_counters()
+        self._init_early(early_stop)
         self._bind_heuristic()
         if not record:
             self.materialize = self._materialize  # no event stack to keep
@@ -182,12 +202,50 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
         self.mstack: list[tuple[int, bool]] = []  # (tensor, remat) being materialized (record mode)
         self.stack_at_failure: list | None = None
 
+    def _init_early(self, early_stop: bool) -> None:
+        """The early stop's tables (cached on the trace): the last schedule position that
+        reads each tensor (an operator argument or a PIN), and the issue position of each
+        operator. ``_es_next``: the remat compute at which the proof is tried next (INF:
+        never)."""
+        self.early_stop = bool(early_stop)
+        self._es_next = INF
+        self.early_checks = 0
+        if not early_stop or not (self.remat_limit < INF):
+            return
+        tab = self.trace.meta.get("_early")
+        if tab is None:
+            tr = self.trace
+            last = [-1] * tr.n_tensors
+            issued = [-1] * len(tr.ops)
+            once = True
+            for k, (kind, x) in enumerate(tr.schedule):
+                if kind == COMPUTE:
+                    if issued[x] != -1:
+                        once = False
+                    issued[x] = k
+                    for a in tr.ops[x].args:
+                        last[a] = k
+                elif kind == PIN:
+                    last[x] = k
+            tab = tr.meta["_early"] = (last, issued, once)
+        self._es_last, self._es_issued, once = tab
+        # the proof needs every operator issued once (a second COMPUTE of an operator
+        # would define its outputs without a recomputation)
+        if once:
+            self._es_step = max(self.remat_limit / EARLY_CHECKS, 1e-12)
+            self._es_next = 0
+            # integer costs: remat compute and bound are exact sums (compared exactly with
+            # the limit); float costs: a margin for rounding in the runtime's own sum
+            self._es_ints = all(isinstance(c, int) for c in self.o_cost)
+
     def _bind_heuristic(self) -> None:
         """Bind the heuristic's cost functions (:func:`.heuristics.bind`) to this state."""
         self._num, self._cost, scan = bind(self, self.h)
         self.num_dtr, self.cost_dtr, _ = bind(self, "dtr")
         policy = spec(self.h).policy
-        if policy == "least":
+        if policy == "window" and not getattr(self, "address_aware", False):
+            raise MemschedError(f"heuristic {self.h} evicts address windows: give --allocator first-fit or best-fit")
+        if policy in ("least", "window"):  # window: the allocator runtime chooses the windows
             self._pick = scan
         elif policy == "random":
             self._pick = self._choose_random
@@ -212,6 +270,8 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
             return "oom"
         except ThrashError:
             return "remat_exceeded"
+        except EarlyStop:
+            return EARLY_OUTCOME
         finally:
             sys.setrecursionlimit(old)
 
@@ -422,9 +482,65 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
     def _count_remat(self, cost) -> None:
         self.remat_compute += cost
         self.remat_count += 1
+        if self.remat_compute >= self._es_next:
+            self._early_check()
         if self.deadline is not None and (self.remat_count & 255) == 0:
             if time.perf_counter() > self.deadline:
                 raise TimeoutError("replay exceeded its time limit")
+
+    def remat_lower_bound(self):
+        """A lower bound on the rematerialization compute the rest of this run adds if it
+        runs to the end (docs/dtr.md section 3, "Early stop"): the summed cost of the
+        distinct operators that must run again. Needed now: every tensor that exists, is
+        undefined, and is read at or after the current schedule position (an argument of
+        an operator issued there or later, or a PIN); and, transitively, every undefined
+        argument of a needed tensor's operator (that operator's recomputation reads it).
+        An undefined tensor becomes defined only when its own operator runs (siblings
+        together, alias outputs by their view operator), and an issued operator runs
+        again only as a recomputation, so each needed operator adds its cost to the
+        remat compute at least once. The operator of the command being executed
+        (computed as a model step, not a recomputation) is left out.
+
+        Complexity: O(n) over the n tensors plus the closure."""
+        pos = self.pos
+        kind, x = self.trace.schedule[pos]
+        cur = x if kind == COMPUTE else -1
+        last, t_defined, t_storage, t_op, t_parents, o_cost = (self._es_last, self.t_defined, self.t_storage,
+                                                               self.t_op, self.t_parents, self.o_cost)
+        stack = [t for t, d, s, r in zip(range(len(last)), t_defined, t_storage, last) if not d and s != -1 and r >= pos]
+        seen = set()
+        c = 0
+        while stack:
+            t = stack.pop()
+            o = t_op[t]
+            if o == cur or o in seen:
+                continue
+            seen.add(o)
+            c += o_cost[o]
+            for p in t_parents[t]:
+                if not t_defined[p]:
+                    stack.append(p)
+        return c
+
+    def _early_check(self) -> None:
+        """Try the early-stop proof (called from _count_remat when the remat compute
+        reached ``_es_next``): stop with EarlyStop when remat compute + lower bound >
+        limit. Left to the ordinary thrash test once the limit itself is crossed (that
+        run ends at this operator with its own outcome)."""
+        rc, limit = self.remat_compute, self.remat_limit
+        self._es_next = rc + self._es_step
+        if rc > limit or rc + self.model_compute <= limit:
+            return  # crossed already, or the bound (<= model compute) cannot reach the limit
+        self.early_checks += 1
+        lb = self.remat_lower_bound()
+        total = rc + lb
+        if total > limit and (self._es_ints or total > limit + 1e-9 * max(1.0, abs(limit))):
+            kind, x = self.trace.schedule[self.pos]
+            self.failure = {"kind": EARLY_OUTCOME, "pos": self.pos, "clock": self.clock, "remat_compute": rc,
+                            "lower_bound": lb, "remat_limit": limit, "early_stop": True,
+                            **({"op": x} if kind == COMPUTE else {})}
+            self.stack_at_failure = list(self.mstack)
+            raise EarlyStop()
 
     def _lock(self, s: int) -> None:
         if self.st_rint[s] == 0:
@@ -598,6 +714,8 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
             return "oom"
         except ThrashError:
             return "remat_exceeded"
+        except EarlyStop:
+            return EARLY_OUTCOME
         finally:
             sys.setrecursionlimit(old)
 
