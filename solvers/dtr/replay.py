@@ -16,7 +16,7 @@ __all__ = ["ReplayResult", "load_trace", "trace_baseline", "budget_for", "replay
 
 @dataclass
 class ReplayResult:
-    outcome: str  # ok | oom | remat_exceeded | unresolved (timeout)
+    outcome: str  # ok | oom | remat_exceeded | unresolved (timeout) | thrash_or_oom (early_stop)
     clock: int | float
     peak: int
     evictions: int
@@ -88,13 +88,16 @@ def parse_limit(text) -> float:
 
 def replay(trace, ratio: float | None = None, *, budget: int | None = None, heuristic: str = "dtr",
            overhead_limit: float = 2.0, seed: int = 0, timeout: float | None = None, record: bool = False,
-           pin=(), eager: bool = True, keep_runtime: bool = False) -> ReplayResult:
+           pin=(), eager: bool = True, keep_runtime: bool = False, early_stop: bool = False) -> ReplayResult:
     """Replay ``trace`` (a DTRTrace or a path) with budget ``floor(ratio x baseline_memory)`` (:func:`budget_for`)
     (or ``budget`` bytes) under simrd's RuntimeV2EagerOptimized semantics.
 
     remat limit = baseline_compute x (overhead_limit - 1) (simrd's thrash rule).
     ``timeout`` seconds: past it the outcome is 'unresolved'. ``pin``: tensor ids pinned
-    as soon as computed (never evictable)."""
+    as soon as computed (never evictable). ``early_stop``: stop as soon as the run provably
+    cannot end 'ok' (outcome 'thrash_or_oom': the full run ends in 'remat_exceeded' or 'oom';
+    clock, peak and evictions are those at the stop; ``failure`` says where, docs/dtr.md
+    section 3, "Early stop"); other outcomes and their figures are the full run's."""
     tr = load_trace(trace)
     h = canonical_heuristic(heuristic)
     b = trace_baseline(tr)
@@ -107,7 +110,7 @@ def replay(trace, ratio: float | None = None, *, budget: int | None = None, heur
     limit = b["baseline_compute"] * (overhead_limit - 1)
     t0 = time.perf_counter()
     rt = Runtime(tr, budget, h, remat_limit=limit, eager=eager, record=record, seed=seed, pin_extra=pin,
-                 deadline=None if timeout is None else t0 + timeout)
+                 deadline=None if timeout is None else t0 + timeout, early_stop=early_stop)
     try:
         out = rt.run()
     except TimeoutError:

@@ -427,6 +427,9 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
                             "remat_compute": self.remat_compute, "remat_limit": self.remat_limit}
             self.stack_at_failure = list(self.mstack)
             raise ThrashError()
+        if self.remat_compute >= self._es_next:
+            # after the operator is complete (its siblings defined, its parents unlocked)
+            self._early_check()
 
     def _compute(self, t: int, op: int, remat: bool) -> None:
         """Run operator ``op`` to define ``t`` (and its undefined siblings): clock += cost,
@@ -482,8 +485,6 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
     def _count_remat(self, cost) -> None:
         self.remat_compute += cost
         self.remat_count += 1
-        if self.remat_compute >= self._es_next:
-            self._early_check()
         if self.deadline is not None and (self.remat_count & 255) == 0:
             if time.perf_counter() > self.deadline:
                 raise TimeoutError("replay exceeded its time limit")
@@ -523,8 +524,8 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
         return c
 
     def _early_check(self) -> None:
-        """Try the early-stop proof (called from _count_remat when the remat compute
-        reached ``_es_next``): stop with EarlyStop when remat compute + lower bound >
+        """Try the early-stop proof (called at the end of _materialize when the remat
+        compute reached ``_es_next``, once the operator and its siblings are defined): stop with EarlyStop when remat compute + lower bound >
         limit. Left to the ordinary thrash test once the limit itself is crossed (that
         run ends at this operator with its own outcome)."""
         rc, limit = self.remat_compute, self.remat_limit

@@ -21,7 +21,8 @@ the interval runs the identical replay: :attr:`Runtime.eq_lo`, docs/dtr.md). Wit
    (in a worker process it is also killed for real a little later, see below); a run
    whose worker process died is 'error' (also neither).
 
-A *hole* is an infeasible ratio b (outcome oom or remat_exceeded) with a feasible ratio
+A *hole* is an infeasible ratio b (outcome oom, remat_exceeded, or thrash_or_oom with
+``early_stop``) with a feasible ratio
 b' < b and a feasible ratio b'' > b among the sampled ones; consecutive infeasible
 samples form one hole region, bracketed by the nearest feasible samples on each side.
 
@@ -53,8 +54,10 @@ __all__ = ["Point", "Hole", "SweepResult", "find_holes", "sweep", "sweep_many", 
            "FEASIBLE", "INFEASIBLE", "UNRESOLVED"]
 
 FEASIBLE = ("ok",)
+EARLY = "thrash_or_oom"  # Runtime.EARLY_OUTCOME (the sweep names it without importing the runtime)
 DENSE_ORDER_STEP = 0.01  # a dense sweep's first pass (an ordering of work only)
-INFEASIBLE = ("oom", "remat_exceeded", "fragmentation")
+# thrash_or_oom: a replay stopped early by the proof that it cannot end ok (early_stop)
+INFEASIBLE = ("oom", "remat_exceeded", "fragmentation", "thrash_or_oom")
 UNRESOLVED = ("unresolved", "nondeterministic", "error")
 
 
@@ -279,13 +282,17 @@ def execute_replay_task(task: dict, trace=None, *, cache: bool = True) -> dict:
         return _replay_prefix_task(task, tr)
     else:
         r = replay(tr, task["ratio"], heuristic=task["heuristic"], overhead_limit=task["overhead_limit"],
-                   seed=task["seed"], timeout=task["timeout"], keep_runtime=True)
+                   seed=task["seed"], timeout=task["timeout"], keep_runtime=True,
+                   early_stop=bool(task.get("early_stop")))
     rt = r.runtime
     eq = None
     if alloc == "bytes" and (r.outcome in FEASIBLE or r.outcome in INFEASIBLE):
         eq = _equiv(rt)
-    return {"status": "done", "outcome": r.outcome, "clock": r.clock, "peak": r.peak, "evictions": r.evictions,
-            "budget": r.budget, "wall_s": r.wall_s, "worker": f"pid{os.getpid()}", "equiv": eq}
+    out = {"status": "done", "outcome": r.outcome, "clock": r.clock, "peak": r.peak, "evictions": r.evictions,
+           "budget": r.budget, "wall_s": r.wall_s, "worker": f"pid{os.getpid()}", "equiv": eq}
+    if r.outcome == "thrash_or_oom":
+        out["stopped_at"] = r.failure["pos"]  # schedule position of the early stop
+    return out
 
 
 def _equiv(rt) -> list:
@@ -437,7 +444,8 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
                executor=None, dask=None, results=None, resume: bool = False, seed: int = 0,
                refine: str = "scan", max_refine_points: int = 20000, kill_grace: float | None = None,
                progress=None, log=None, debug: dict | None = None, fsync: bool = False,
-               share: bool = True, allocator: str = "bytes", prefix: bool = False) -> list[SweepResult]:
+               share: bool = True, allocator: str = "bytes", prefix: bool = False,
+               early_stop: bool = False) -> list[SweepResult]:
     """Run the sweep protocol for every ``(trace, heuristic)`` of ``pairs`` concurrently,
     all replays through one executor; returns one SweepResult per pair, in order.
 
@@ -466,6 +474,12 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
         snapshot, taken by an earlier replay in the same worker process, whose budget
         interval holds its budget (counted in ``SweepResult.resumed``; the result equals an
         independent replay's). Determinism repeats always run from the start.
+    early_stop : bool
+        Replays stop as soon as they provably cannot end 'ok' (bytes only; docs/dtr.md
+        section 3, "Early stop"): such a sample has outcome ``thrash_or_oom`` (infeasible;
+        its full replay ends in remat_exceeded or oom, which one is not decided) and the
+        clock, peak and evictions at the stop, not the full run's. Feasibility, holes and
+        every other sample are those of full replays.
     executor, dask, jobs
         A harness executor (``LocalExecutor``, ``DaskExecutor``) or ``InlineExecutor``;
         default: ``DaskExecutor(dask)`` if ``dask``, else ``LocalExecutor(jobs)`` if
@@ -504,7 +518,7 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
         raise MemschedError(f"--allocator: expected one of {', '.join(ALLOCATORS)}, got {allocator!r}")
     cfg = _SweepConfig(lo, hi, step, resolution, repeats, run_timeout, overhead_limit, jobs, refine,
                        max_refine_points, kill_grace, seed, allocator, share and allocator == "bytes", debug,
-                       prefix and allocator == "bytes")
+                       prefix and allocator == "bytes", early_stop and allocator == "bytes")
     pairs = list(pairs)
     if not pairs:
         return []
@@ -530,6 +544,7 @@ class _SweepConfig:
     share: bool
     debug: dict | None
     prefix: bool = False
+    early_stop: bool = False
 
     def __post_init__(self):
         res = self.resolution
@@ -602,7 +617,8 @@ class _Driver:
                     continue
                 try:
                     key = (row["trace_sha256"], bool(row["start"]), row["heuristic"], int(row["budget"]),
-                           float(row["overhead_limit"]), int(row.get("seed", 0)), row.get("allocator", "bytes"))
+                           float(row["overhead_limit"]), int(row.get("seed", 0)), row.get("allocator", "bytes"),
+                           bool(row.get("early_stop", False)))
                 except (KeyError, TypeError, ValueError):
                     continue
                 reuse.setdefault(key, []).append(row)
@@ -645,7 +661,8 @@ class _Driver:
         cfg = self.cfg
         ratio = k * cfg.resolution
         budget = ratio_budget(ratio, st.base["baseline_memory"])  # as replay() does (budget_for)
-        key = (trace_id(st.trace), bool(st.trace.has_start), st.hname, budget, cfg.limit, cfg.seed, cfg.allocator)
+        key = (trace_id(st.trace), bool(st.trace.has_start), st.hname, budget, cfg.limit, cfg.seed, cfg.allocator,
+               cfg.early_stop)
         n = st.used.get(key, 0)
         st.used[key] = n + 1
         rows = self.reuse.get(key)
@@ -671,7 +688,8 @@ class _Driver:
                 "ratio": ratio, "budget": budget, "heuristic": st.hname, "overhead_limit": cfg.limit,
                 "allocator": cfg.allocator, "seed": cfg.seed, "timeout": cfg.run_timeout,
                 "time_limit": cfg.run_timeout, "hard_limit": cfg.hard, "debug": cfg.debug,
-                "prefix": cfg.prefix and not st.phase.startswith("repeat"),
+                "prefix": cfg.prefix and not st.phase.startswith("repeat") and not cfg.early_stop,
+                "early_stop": cfg.early_stop,
                 "min_width": int(cfg.resolution * st.base["baseline_memory"])}
 
     def on_done(self, task, out):
@@ -697,7 +715,7 @@ class _Driver:
         if self.store is not None:
             self.store.append(self.row(st, task["k"], task["budget"], None, outcome, clock, peak, ev, wall, status,
                                        out.get("worker"), key=task["key"], message=out.get("message"), equiv=eq,
-                                       resumed_at=out.get("resumed_at") or None))
+                                       resumed_at=out.get("resumed_at") or None, stopped_at=out.get("stopped_at")))
         st.left -= 1
         if st.left == 0:
             self.finish_batch(st)
@@ -715,6 +733,7 @@ class _Driver:
                "seed": cfg.seed, "run_timeout": cfg.run_timeout, "outcome": outcome, "clock": clock, "peak": peak,
                "evictions": ev, "wall_s": round(wall, 6), "baseline_memory": st.base["baseline_memory"],
                **({} if cfg.allocator == "bytes" else {"allocator": cfg.allocator}),
+               **({"early_stop": True} if cfg.early_stop else {}),
                "baseline_compute": st.base["baseline_compute"], "status": status,
                "worker": worker, "executor": getattr(self.executor, "name", type(self.executor).__name__),
                "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
@@ -728,7 +747,7 @@ class _Driver:
         c = self.cfg
         return _assemble(self.states, time.perf_counter() - self.t_start, c.resolution, c.lo, c.hi, c.step,
                          c.resolution, c.repeats, c.run_timeout, c.overhead_limit, c.jobs, c.refine, self.executor,
-                         self.results, interrupted=interrupted, dense=c.dense)
+                         self.results, interrupted=interrupted, dense=c.dense, early_stop=c.early_stop)
 
     def run(self) -> list[SweepResult]:
         """Submit every sweep's first batch and let the executor run to the end."""
@@ -757,7 +776,8 @@ class _Driver:
 
 
 def _assemble(states, wall, res, lo, hi, step, resolution, repeats, run_timeout, overhead_limit, jobs, refine,
-              executor, results, interrupted: bool = False, dense: bool = False) -> list[SweepResult]:
+              executor, results, interrupted: bool = False, dense: bool = False,
+              early_stop: bool = False) -> list[SweepResult]:
     """One SweepResult per sweep from the ratios sampled (all of them, or so far when
     ``interrupted``: then ``params['status']`` is 'interrupted')."""
     out = []
@@ -775,12 +795,15 @@ def _assemble(states, wall, res, lo, hi, step, resolution, repeats, run_timeout,
                     f"{n_range} resolution steps ({resolution:g}) of [{lo:g}, {hi:g}] sampled; "
                     f"{st.replays} replays run{f' ({st.resumed} resumed from shared prefixes)' if st.resumed else ''}, "
                     f"{st.derived} samples from equal runs' budget intervals, "
-                    f"{st.reused} reused")
+                    f"{st.reused} reused"
+                    + (f"; early stop on: {sum(1 for p in points if p.outcome == 'thrash_or_oom')} samples "
+                       "thrash_or_oom (proven infeasible, stopped early: clock not the full run's)"
+                       if early_stop else ""))
         out.append(SweepResult(
             trace=str(st.trace.path), heuristic=st.heuristic, points=points, holes=find_holes(points),
             baseline_memory=st.base["baseline_memory"], baseline_compute=st.base["baseline_compute"],
             params={"lo": lo, "hi": hi, "step": None if dense else step, "dense": dense, "sampling": sampling,
-                    "allocator": st.allocator,
+                    "allocator": st.allocator, "early_stop": early_stop,
                     "resolution": resolution, "repeats": repeats,
                     "run_timeout": run_timeout, "overhead_limit": overhead_limit, "jobs": jobs, "refine": refine,
                     "executor": getattr(executor, "name", "?"), "trace_sha256": trace_id(st.trace),
@@ -834,10 +857,10 @@ def summarize_rows(rows) -> list[dict]:
         if r.get("kind") != "dtr_replay":
             continue
         g = (r.get("trace_sha256"), r.get("start"), r.get("heuristic"), r.get("overhead_limit"), r.get("seed", 0),
-             r.get("allocator", "bytes"))
+             r.get("allocator", "bytes"), bool(r.get("early_stop")))
         groups.setdefault(g, []).append(r)
     out = []
-    for (sha, _start, h, limit, _seed, alloc), rs in groups.items():
+    for (sha, _start, h, limit, _seed, alloc, _early), rs in groups.items():
         by_ratio: dict = {}
         for r in rs:
             by_ratio.setdefault(float(r["ratio"]), []).append(r)
@@ -864,7 +887,8 @@ def format_summary(items: list[dict]) -> str:
         c = d["outcomes"]
         mf = d["min_feasible_ratio"]
         lines.append(f"| {d['trace'][:40]} | {d['heuristic']} | {d['overhead_limit']} | {d['samples']} | {d['replays']} "
-                     f"| {c.get('ok', 0)} | {c.get('oom', 0)} | {c.get('remat_exceeded', 0)} | {d['unresolved']} "
+                     f"| {c.get('ok', 0)} | {c.get('oom', 0)} | {c.get('remat_exceeded', 0)}"
+                     f"{f' (+{c[EARLY]} thrash_or_oom)' if c.get(EARLY) else ''} | {d['unresolved']} "
                      f"| {'-' if mf is None else f'{mf:.4f}'} | {len(d['holes'])} |")
         for h in d["holes"]:
             holes.append(f"hole ({d['trace'][:40]}, {d['heuristic']}): infeasible {h.first:.4f}..{h.last:.4f} "
