@@ -1,0 +1,238 @@
+"""DTR under address-aware allocators (section 63-dtr-alloc).
+
+Per shared trace and mode (allocator x heuristic: bytes/dtr, first-fit/dtr, best-fit/dtr,
+caching/dtr, first-fit/coop, best-fit/coop): the smallest feasible budget sampled, the
+holes among the samples, the evictions made for want of a block, and the compute overhead
+of coop vs dtr under the same arena (same-run side by side, at the budgets where both
+complete).
+
+Sampling (the same for every mode, stated in the section): a descending grid 1.00, 0.95,
+..., 0.10 (step 0.05); then every 0.01 in the 0.05 below the smallest feasible grid point;
+then every 0.001 in the 0.01 below the smallest feasible point so far. Address-aware runs
+get no interval sharing, so a dense 1e-4 scan per mode does not fit a session on the
+shared 2-core machine; holes narrower than the grid can be missed.
+
+Each replay is one row of ``--results`` (JSON lines; ``--resume`` reuses rows of the same
+trace, mode and ratio), so an interrupted run continues where it stopped.
+
+    nice .venv/bin/python benchmarks/bench_dtr_alloc.py [--traces resnet32,transformer,treelstm,lstm]
+        [--modes bytes/dtr,first-fit/dtr,...] [--cap-per-trace 900] [--run-timeout 60] [--resume]
+    .venv/bin/python benchmarks/bench_dtr_alloc.py --write-only   (rebuild the section from the rows)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DATA = ROOT / ".." / "shared" / "data" / "dtr-traces"
+SECTION = ROOT / "benchmarks" / "sections" / "63-dtr-alloc.md"
+RESULTS = ROOT / "benchmarks" / "results" / "dtr_alloc.jsonl"
+
+from memsched.solvers.dtr.allocator import replay_alloc  # noqa: E402
+from memsched.solvers.dtr.replay import load_trace  # noqa: E402
+from memsched.solvers.dtr.sweep import find_holes  # noqa: E402
+
+MODES = ["bytes/dtr", "first-fit/dtr", "best-fit/dtr", "caching/dtr", "first-fit/coop", "best-fit/coop"]
+TRACES = ["resnet32", "transformer", "treelstm", "lstm"]
+
+
+def trace_path(name: str) -> Path:
+    hits = sorted(p for p in DATA.glob("*.log") if p.name.startswith(name))
+    if not hits:
+        raise SystemExit(f"no trace {name}* in {DATA}")
+    return hits[0]
+
+
+def grid(lo: float, hi: float, step: float) -> list[float]:
+    n = int(round((hi - lo) / step))
+    return [round(hi - k * step, 4) for k in range(n + 1)]
+
+
+def make_one(tr, name: str, mode: str, rows: dict, out, timeout: float, deadline: float):
+    """The replay of one ratio in one mode (reused from ``rows`` when there; None past the deadline)."""
+    alloc, h = mode.split("/")
+
+    def one(r):
+        if r in rows:
+            return rows[r]
+        if time.time() > deadline:
+            return None
+        res = replay_alloc(tr, r, heuristic=h, allocator=alloc, timeout=timeout)
+        rt = res.runtime
+        if res.peak > res.budget:  # the arena and the byte count must agree (never seen)
+            raise SystemExit(f"{name} {mode} {r}: peak {res.peak} > budget {res.budget}")
+        row = {"trace": name, "mode": mode, "ratio": r, "budget": res.budget, "outcome": res.outcome,
+               "clock": res.clock, "peak": res.peak, "overhead": res.overhead, "evictions": res.evictions,
+               "frag_evictions": getattr(rt, "frag_evictions", 0), "windows": getattr(rt, "windows", 0),
+               "wall_s": round(res.wall_s, 3), "load": os.getloadavg()[0]}
+        rows[r] = row
+        out.write(json.dumps(row) + "\n")
+        out.flush()
+        return row
+
+    return one
+
+
+def stage_ratios(rows: dict, stage: int) -> list[float]:
+    """The ratios of protocol stage 0 (grid), 1 (0.01 scan), 2 (0.001 scan) given the rows so far."""
+    if stage == 0:
+        return grid(0.10, 1.00, 0.05)
+    ok = [r for r, x in rows.items() if x["outcome"] == "ok"]
+    if not ok:
+        return []
+    m = min(ok)
+    width, step = (0.05, 0.01) if stage == 1 else (0.01, 0.001)
+    return grid(max(0.10, round(m - width, 4)), m, step)[1:]
+
+
+def run_trace(tr, name: str, modes: list[str], old: list[dict], out, timeout: float, cap: float) -> None:
+    """All modes of one trace, stage by stage (every mode gets its grid before any scan)."""
+    deadline = time.time() + cap
+    rows = {m: {x["ratio"]: x for x in old if x["trace"] == name and x["mode"] == m} for m in modes}
+    ones = {m: make_one(tr, name, m, rows[m], out, timeout, deadline) for m in modes}
+    for stage in range(3):
+        for m in modes:
+            t0 = time.time()
+            for r in stage_ratios(rows[m], stage):
+                if ones[m](r) is None:
+                    break
+            ok = [r for r, x in rows[m].items() if x["outcome"] == "ok"]
+            print(f"{name} {m} stage {stage}: {len(rows[m])} samples, smallest feasible {min(ok) if ok else None}, "
+                  f"{time.time() - t0:.0f} s", flush=True)
+
+
+def load_rows() -> list[dict]:
+    if not RESULTS.exists():
+        return []
+    return [json.loads(ln) for ln in RESULTS.read_text().splitlines() if ln.strip()]
+
+
+def write_section(rows: list[dict], header: dict) -> None:
+    by: dict = {}
+    for x in rows:
+        by.setdefault((x["trace"], x["mode"]), {})[x["ratio"]] = x
+    L = ["## DTR under address-aware allocators (Coop-style windows)", "",
+         "Per shared trace and mode (`--allocator` / `--heuristic`): the smallest feasible ratio among the samples, "
+         "the holes among the samples (an infeasible sample with feasible samples on both sides), the samples that "
+         "failed with `fragmentation` (no block although the bytes fitted, nothing left to evict), and how much "
+         "higher the smallest feasible ratio is than under byte counting. `coop` clears the contiguous arena window "
+         "of least summed cost (docs/dtr.md, Allocators); it exists for the arenas only.", "",
+         "Sampling actually done (the same for every mode): a descending grid 1.00, 0.95, ..., 0.10; then every "
+         "0.01 in the 0.05 below the smallest feasible grid point; then every 0.001 in the 0.01 below the smallest "
+         "feasible point so far. Not a dense scan: address-aware replays get no interval sharing, so a dense 1e-4 "
+         "scan of six modes on four traces does not fit a session on the shared 2-core machine; holes narrower than "
+         "the grid can be missed, and the smallest feasible ratio is that of the samples (a smaller feasible ratio "
+         "can exist between them or in a hole). Replays stop at "
+         f"{header.get('run_timeout', 60)} s (`unresolved`; never feasible).", "",
+         f"Load average at start: {header.get('load', '?')}; one process (nice), replays one after another. "
+         f"{header.get('note', '')}", "",
+         "| trace | mode | samples | smallest feasible | vs bytes | holes | fragmentation samples | "
+         "frag. evictions at the smallest feasible | wall s |",
+         "|---|---|---|---|---|---|---|---|---|"]
+    base = {}
+    for (t, m), d in by.items():
+        ok = [r for r, x in d.items() if x["outcome"] == "ok"]
+        if m == "bytes/dtr" and ok:
+            base[t] = min(ok)
+    hole_lines = []
+    for t in TRACES:
+        for m in MODES:
+            d = by.get((t, m))
+            if not d:
+                continue
+            pts = sorted((r, x["outcome"]) for r, x in d.items())
+            ok = [r for r, o in pts if o == "ok"]
+            mf = min(ok) if ok else None
+            holes = find_holes(pts)
+            frag = sum(1 for _, o in pts if o == "fragmentation")
+            vs = "-" if mf is None or t not in base else f"{mf - base[t]:+.3f} ({mf / base[t]:.3f}x)"
+            fe = d[mf]["frag_evictions"] if mf is not None else "-"
+            if m.endswith("coop") and mf is not None:
+                fe = f"{fe} ({d[mf]['windows']} windows)"
+            wall = sum(x["wall_s"] for x in d.values())
+            L.append(f"| {t} | {m} | {len(pts)} | {'none' if mf is None else f'{mf:.3f}'} | {vs} | {len(holes)} | "
+                     f"{frag} | {fe} | {wall:.0f} |")
+            for h in holes:
+                hole_lines.append(f"* {t} {m}: infeasible {h.first:.3f}-{h.last:.3f} ({len(h.ratios)} samples: "
+                                  f"{', '.join(sorted(set(h.outcomes)))}) between feasible {h.feasible_below:.3f} "
+                                  f"and {h.feasible_above:.3f}")
+    L += ["", "Holes among the samples:", ""] + (hole_lines or ["* none"])
+    # coop vs dtr under the same arena: compute at the ratios where both complete
+    L += ["", "### coop vs dtr under the same arena", "",
+          "Same samples, same process: the ratios where both heuristics complete; compute overhead = clock / "
+          "baseline compute (simrd's metric). Ratio < 1: coop recomputes less.", "",
+          "| trace | arena | common feasible samples | median overhead dtr | median overhead coop | "
+          "median coop / dtr | coop lower / equal / higher | only dtr ok | only coop ok |",
+          "|---|---|---|---|---|---|---|---|---|"]
+    for t in TRACES:
+        for a in ("first-fit", "best-fit"):
+            d, c = by.get((t, f"{a}/dtr")), by.get((t, f"{a}/coop"))
+            if not d or not c:
+                continue
+            both = sorted(set(d) & set(c))
+            com = [r for r in both if d[r]["outcome"] == c[r]["outcome"] == "ok"]
+            only_d = sum(1 for r in both if d[r]["outcome"] == "ok" != c[r]["outcome"])
+            only_c = sum(1 for r in both if c[r]["outcome"] == "ok" != d[r]["outcome"])
+            if not com:
+                L.append(f"| {t} | {a} | 0 | - | - | - | - | {only_d} | {only_c} |")
+                continue
+            od = [d[r]["overhead"] for r in com]
+            oc = [c[r]["overhead"] for r in com]
+            rat = [y / x for x, y in zip(od, oc)]
+            lo = sum(1 for x in rat if x < 1 - 1e-12)
+            hi = sum(1 for x in rat if x > 1 + 1e-12)
+            L.append(f"| {t} | {a} | {len(com)} | {statistics.median(od):.4f} | {statistics.median(oc):.4f} | "
+                     f"{statistics.median(rat):.4f} | {lo} / {len(com) - lo - hi} / {hi} | {only_d} | {only_c} |")
+    L += ["", "Command (rows in benchmarks/results/dtr_alloc.jsonl; `--resume` continues an interrupted run, "
+          "`--write-only` rebuilds this section from the rows):", "",
+          f"  nice .venv/bin/python benchmarks/bench_dtr_alloc.py {header.get('args', '')}".rstrip(), ""]
+    SECTION.write_text("\n".join(L))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--traces", default=",".join(TRACES))
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--cap-per-trace", type=float, default=900.0, help="seconds per trace (all modes)")
+    ap.add_argument("--run-timeout", type=float, default=60.0)
+    ap.add_argument("--resume", action="store_true", help="reuse the rows already in the results file")
+    ap.add_argument("--write-only", action="store_true")
+    ap.add_argument("--note", default="")
+    a = ap.parse_args(argv)
+    header = {"run_timeout": a.run_timeout, "note": a.note,
+              "args": " ".join(x for x in (argv if argv is not None else sys.argv[1:]) if x != "--write-only")}
+    hdr_file = RESULTS.with_suffix(".header.json")
+    if a.write_only:
+        if hdr_file.exists():
+            header = dict(json.loads(hdr_file.read_text()), note=a.note or json.loads(hdr_file.read_text())["note"])
+        write_section(load_rows(), header)
+        return 0
+    if not DATA.exists():
+        raise SystemExit(f"{DATA}: the shared traces are absent")
+    old = load_rows() if a.resume else []
+    if not a.resume and RESULTS.exists() and RESULTS.stat().st_size:
+        raise SystemExit(f"{RESULTS} exists: give --resume (or remove it)")
+    la = os.getloadavg()
+    prev = json.loads(hdr_file.read_text()) if a.resume and hdr_file.exists() else None
+    header["load"] = (prev["load"] + "; resumed at " if prev else "") + " / ".join(f"{x:.1f}" for x in la)
+    if prev and prev.get("args"):
+        header["args"] = prev["args"]
+    hdr_file.write_text(json.dumps(header))
+    with RESULTS.open("a") as out:
+        for name in a.traces.split(","):
+            run_trace(load_trace(trace_path(name)), name, a.modes.split(","), old, out, a.run_timeout,
+                      a.cap_per_trace)
+            write_section(load_rows(), header)
+    write_section(load_rows(), header)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
