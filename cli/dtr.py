@@ -286,18 +286,22 @@ def _explain(args) -> int:
     from memsched.solvers.dtr.replay import parse_limit
 
     limit = parse_limit(args.overhead_limit)
+    if args.max_pins < 0:
+        raise MemschedError(f"--max-pins must be non-negative, got {args.max_pins}")
     alloc = getattr(args, "allocator", "bytes")
     if alloc != "bytes":
         from memsched.solvers.dtr.allocator import check_heuristic_allocator
 
         check_heuristic_allocator(args.heuristic, alloc)
-        d = explain_alloc(_load(args), args.budget, alloc, heuristic=args.heuristic, overhead_limit=limit)
+        d = explain_alloc(_load(args), args.budget, alloc, heuristic=args.heuristic, overhead_limit=limit,
+                          max_pins=args.max_pins)
         print(json.dumps(d, default=str) if args.json else format_alloc_explanation(d))
         return 0
     if args.vs is None:
         raise MemschedError("dtr explain: --vs (a smaller feasible ratio) is required with --allocator bytes")
     tr = _load(args)
-    d = explain(tr, args.budget, args.vs, heuristic=args.heuristic, overhead_limit=limit)
+    d = explain(tr, args.budget, args.vs, heuristic=args.heuristic, overhead_limit=limit, max_pins=args.max_pins,
+                pin_time_limit=args.pin_time_limit)
     if args.json:
         print(json.dumps(d, default=lambda x: None if isinstance(x, float) and math.isinf(x) else str(x)))
     else:
@@ -379,6 +383,10 @@ def add_parsers(sub) -> None:
     d.add_argument("--allocator", default="bytes",
                    help="first-fit, best-fit, caching: explain an address-aware failure at --budget (the "
                         "missing block, the tensors that split it, replays with pin / evict-first / coop)")
+    d.add_argument("--max-pins", type=int, default=100,
+                   help="single-pin search (with --allocator: fragmenters pinned alone): at most this many (default 100)")
+    d.add_argument("--pin-time-limit", type=positive_float, default=120.0,
+                   help="single-pin search: stop after this many seconds (default 120)")
     d.add_argument("--json", action="store_true")
     d = dsub.add_parser("to-graph", help="convert a trace into a memsched graph (forward+backward DAG)")
     d.add_argument("trace", metavar="TRACE")

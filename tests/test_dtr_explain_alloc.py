@@ -128,3 +128,22 @@ def test_explain_cli(tmp_path, capsys):
 def test_explain_alloc_rejects_bytes():
     with pytest.raises(MemschedError):
         explain_alloc(frag(), 1.0, "bytes")
+
+
+def test_explain_cli_pin_search_options(tmp_path, capsys):
+    """Bytes mode: --max-pins bounds the single-pin search and the report says so."""
+    from memsched.instances.dtr_random import random_trace_lines
+
+    log = tmp_path / "hole.log"
+    log.write_text("\n".join(random_trace_lines(20, n_calls=60)) + "\n")
+    tr = parse_trace_lines(log.read_text().splitlines(), str(log))
+    fail, ok = replay(tr, 0.582), replay(tr, 0.578)
+    assert (fail.outcome, ok.outcome) == ("remat_exceeded", "ok")  # the hole of tests/test_dtr_dense.py
+    assert memsched.cli.main.main(["dtr", "explain", str(log), "--budget", "0.582", "--vs", "0.578",
+                                   "--max-pins", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "single-pin search: 1 of" in out and "stopped at max_pins=1" in out
+    assert "short placing" in out
+    assert memsched.cli.main.main(["dtr", "explain", str(log), "--budget", "0.582", "--vs", "0.578",
+                                   "--max-pins", "-1"]) == 2
+    assert "--max-pins" in capsys.readouterr().err
