@@ -30,6 +30,12 @@ allocators on the same replays.
         prefix sharing, both orders, every sample compared)
     .venv/bin/python benchmarks/bench_dtr_dense.py --capped-scan transformer --cap 600 [--jobs 2]
         (appends a dense 0.1-1.0 scan stopped after --cap seconds: how much of it is done)
+    .venv/bin/python benchmarks/bench_dtr_dense.py --full-scans resnet32,transformer,treelstm,lstm
+        [--heuristics dtr,dtr-eqclass] [--cap 900] [--verify 500] [--verify-cap 300]
+        (the full dense scans with early stop: wall per trace, holes, random samples checked against
+        independent full replays; replaces the earlier full-scan tables of the section)
+    .venv/bin/python benchmarks/bench_dtr_dense.py --early-side transformer:0.12/0.15,lstm:0.12/0.15
+        (thrashing replays without vs with early stop, side by side)
 """
 from __future__ import annotations
 
@@ -587,6 +593,194 @@ def pin_search_main(argv) -> int:
         _append_block(PIN_MARK, block)
     return 0
 
+FS_MARK = "### Full dense scans: every sample of 0.1-1.0 at 1e-4, early stop on"
+_OLD_FULL = ("### Full dense scans (0.1-1.0 at 0.0001, repeats 3, sharing on)", CS_MARK)
+_VTR: dict = {}
+
+
+def _verify_init(path: str) -> None:
+    _VTR["tr"] = _load(Path(path))
+    trace_baseline(_VTR["tr"])
+
+
+def _verify_one(ratio: float, h: str):
+    r = replay(_VTR["tr"], ratio, heuristic=h)
+    return ratio, (r.outcome, r.clock, r.peak, r.evictions), r.wall_s
+
+
+def _agrees(p, full) -> bool:
+    """A sweep sample vs its independent full replay: a sample stopped early (thrash_or_oom)
+    must be a full remat_exceeded or oom; any other sample equal in outcome, clock, peak and
+    evictions."""
+    if p.outcome == "thrash_or_oom":
+        return full[0] in ("remat_exceeded", "oom")
+    return key(p) == full
+
+
+def full_scans_main(argv) -> int:
+    """Dense 0.1-1.0 scans at 1e-4 (repeats 3, interval sharing, early stop) of each trace
+    and heuristic in a local pool of --jobs workers, each stopped after --cap seconds; then
+    --verify random finished samples per scan re-run as independent full replays (no early
+    stop; a pool of --jobs processes, at most --verify-cap seconds)."""
+    from concurrent.futures import ProcessPoolExecutor, wait
+
+    from memsched.solvers.dtr.sweep import SweepInterrupted
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--full-scans", required=True, metavar="TRACE,...")
+    ap.add_argument("--heuristics", default="dtr,dtr-eqclass")
+    ap.add_argument("--cap", type=float, default=900.0)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--verify", type=int, default=500)
+    ap.add_argument("--verify-cap", type=float, default=300.0)
+    ap.add_argument("--no-early-stop", action="store_true")
+    ap.add_argument("--no-write", action="store_true")
+    a = ap.parse_args(argv)
+    early = not a.no_early_stop
+    load = os.getloadavg()
+    out = [FS_MARK, "", f"Dense 0.1-1.0 at 1e-4 (9001 samples), repeats 3, interval sharing, "
+           f"{'early stop on (`sweep(..., early_stop=True)`)' if early else 'early stop off'}, {a.jobs} worker "
+           f"processes, each scan stopped after {a.cap:g} s if not finished (the cap is checked between batches, "
+           f"so a scan can overshoot it by one batch). Load average at start {load[0]:.1f} / {load[1]:.1f} / "
+           f"{load[2]:.1f} (2 cores shared with other helpers). `thrash_or_oom`: samples stopped early by the proof "
+           "(docs/dtr.md section 3, \"Early stop\"): infeasible, their full replay ends in remat_exceeded or oom, "
+           "and their recorded clock is the clock at the stop, not the full run's. Verified: random finished "
+           "samples re-run as independent full replays (no early stop) in a pool of the same size: an early-stopped "
+           "sample must be a full remat_exceeded or oom, every other sample equal in outcome, clock, peak and "
+           f"evictions (at most {a.verify} per scan, at most {a.verify_cap:g} s of verification per scan).", "",
+           "| trace | heuristic | finished | wall s | samples done (of 9001) | replays | derived | thrash_or_oom "
+           "samples | smallest feasible | holes | verified vs independent full replays |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    holes_txt = []
+    rng = random.Random(0)
+    for name in a.full_scans.split(","):
+        path = trace_path(name)
+        tr = _load(path)
+        trace_baseline(tr)
+        for h in a.heuristics.split(","):
+            t0 = time.perf_counter()
+            la = os.getloadavg()[0]
+
+            def stop(n):
+                if time.perf_counter() - t0 > a.cap:
+                    raise KeyboardInterrupt
+
+            try:
+                r = sweep(tr, h, lo=0.1, hi=1.0, repeats=3, run_timeout=None, jobs=a.jobs, early_stop=early,
+                          progress=stop)
+                finished = "yes"
+            except SweepInterrupted as e:
+                r = e.partial[0]
+                finished = "no (cap)"
+            w = time.perf_counter() - t0
+            n_early = sum(1 for p in r.points if p.outcome == "thrash_or_oom")
+            pts = [p for p in r.points if p.outcome in ("ok", "oom", "remat_exceeded", "thrash_or_oom")]
+            pts = rng.sample(pts, min(a.verify, len(pts)))
+            by_ratio = {p.ratio: p for p in pts}
+            tv = time.perf_counter()
+            checked, bad, vwall = 0, [], 0.0
+            with ProcessPoolExecutor(a.jobs, initializer=_verify_init, initargs=(str(path),)) as ex:
+                futs = [ex.submit(_verify_one, p.ratio, h) for p in pts]
+                done, pending = wait(futs, timeout=a.verify_cap)
+                for f in pending:
+                    f.cancel()
+                for f in done:
+                    ratio, full, vw = f.result()
+                    checked += 1
+                    vwall += vw
+                    if not _agrees(by_ratio[ratio], full):
+                        bad.append(ratio)
+            tv = time.perf_counter() - tv
+            assert not bad, (name, h, sorted(bad)[:5])
+            mf = r.min_feasible()
+            line = (f"| {name} | {h} | {finished} | {w:.0f} | {len(r.points)} | {r.replays} | {r.derived} | "
+                    f"{n_early} | {'-' if mf is None else f'{mf:.4f}'} | {len(r.holes)} | {checked} random, all agree "
+                    f"({tv:.0f} s) |")
+            print(line, f"load at start {la:.1f}", flush=True)
+            out.append(line)
+            for hh in r.holes:
+                kinds = ", ".join(f"{o} {hh.outcomes.count(o)}" for o in sorted(set(hh.outcomes)))
+                holes_txt.append(f"* {name} {h}: infeasible {hh.first:.4f}-{hh.last:.4f} ({len(hh.ratios)} samples: "
+                                 f"{kinds}) between feasible {hh.feasible_below:.4f} and {hh.feasible_above:.4f}")
+    out += ["", "Holes found (in the samples done):", ""] + (holes_txt or ["none"])
+    block = "\n".join(out + ["", "Command:", "", "  .venv/bin/python benchmarks/bench_dtr_dense.py "
+                              + " ".join(x for x in argv if x != "--no-write"), ""])
+    print(block)
+    if not a.no_write:
+        for m in _OLD_FULL:
+            _drop_block(m)
+        _append_block(FS_MARK, block)
+    return 0
+
+
+ES_MARK = "### Early stop: thrashing replays side by side"
+
+
+def early_side_main(argv) -> int:
+    """Full replay vs early-stop replay at the given ratios, interleaved (full, early,
+    early, full), wall seconds summed per side; outcome and stop position reported."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--early-side", required=True, metavar="TRACE:R1/R2/...,...")
+    ap.add_argument("--heuristics", default="dtr,dtr-eqclass")
+    ap.add_argument("--no-write", action="store_true")
+    a = ap.parse_args(argv)
+    load = os.getloadavg()
+    out = [ES_MARK, "", "The same replays without and with `early_stop` in one process, order full, early, early, "
+           f"full; wall seconds summed per side. Load average at start {load[0]:.1f} / {load[1]:.1f} / "
+           f"{load[2]:.1f} (2 cores shared with other helpers). Stop: share of the full replay's schedule "
+           "position and remat compute at which the proof stopped the run.", "",
+           "| trace | heuristic | ratios | full outcomes | early outcomes | stop at (schedule, remat) | full s | "
+           "early s | early / full |", "|---|---|---|---|---|---|---|---|---|"]
+    for spec_ in a.early_side.split(","):
+        name, rs = spec_.split(":")
+        ratios = [float(x) for x in rs.split("/")]
+        tr = _load(trace_path(name))
+        trace_baseline(tr)
+        for h in a.heuristics.split(","):
+            tf = te = 0.0
+            fo, eo, where = [], [], []
+            for r in ratios:
+                for order in ("fe", "ef"):
+                    for side in order:
+                        x = replay(tr, r, heuristic=h, early_stop=side == "e", keep_runtime=True)
+                        if side == "e":
+                            te += x.wall_s
+                            e = x
+                        else:
+                            tf += x.wall_s
+                            f = x
+                assert (e.outcome == "thrash_or_oom" and f.outcome in ("remat_exceeded", "oom")) or \
+                    key(e) == key(f), (name, h, r)
+                fo.append(f.outcome)
+                eo.append(e.outcome)
+                if e.outcome == "thrash_or_oom":
+                    where.append(f"{e.runtime.pos / max(1, f.runtime.pos):.0%}, "
+                                 f"{e.remat_compute / max(1, f.remat_compute):.0%}")
+            cnt = lambda xs: ", ".join(f"{o} {xs.count(o)}" for o in sorted(set(xs)))  # noqa: E731
+            line = (f"| {name} | {h} | {'/'.join(f'{r:g}' for r in ratios)} | {cnt(fo)} | {cnt(eo)} | "
+                    f"{'; '.join(where) or '-'} | {tf / 2:.1f} | {te / 2:.1f} | {te / tf:.2f} |")
+            print(line, flush=True)
+            out.append(line)
+    block = "\n".join(out + ["", "Command:", "", "  .venv/bin/python benchmarks/bench_dtr_dense.py "
+                              + " ".join(x for x in argv if x != "--no-write"), ""])
+    print(block)
+    if not a.no_write:
+        _append_block(ES_MARK, block)
+    return 0
+
+
+def _drop_block(mark: str) -> None:
+    """Remove the block that starts with ``mark`` (up to the next ### heading)."""
+    if not SECTION.exists():
+        return
+    text = SECTION.read_text()
+    if mark not in text:
+        return
+    i = text.index(mark)
+    j = text.find("\n### ", i + len(mark))
+    SECTION.write_text(text[:i].rstrip("\n") + "\n\n" + (text[j + 1:] if j != -1 else ""))
+
+
 
 if __name__ == "__main__":
     if any(x.startswith("--pin-search") for x in sys.argv[1:]):
@@ -595,6 +789,10 @@ if __name__ == "__main__":
         raise SystemExit(divergence_main(sys.argv[1:]))
     if any(x.startswith("--prefix-side") for x in sys.argv[1:]):
         raise SystemExit(prefix_side_main(sys.argv[1:]))
+    if any(x.startswith("--full-scans") for x in sys.argv[1:]):
+        raise SystemExit(full_scans_main(sys.argv[1:]))
+    if any(x.startswith("--early-side") for x in sys.argv[1:]):
+        raise SystemExit(early_side_main(sys.argv[1:]))
     if any(x.startswith("--capped-scan") for x in sys.argv[1:]):
         raise SystemExit(capped_scan_main(sys.argv[1:]))
     if "--widths" in sys.argv[1:]:
