@@ -29,7 +29,8 @@ from memsched.solvers.engines.cpsat import solve_cpsat
 from memsched.solvers.remat.budgets import given_peak
 from memsched.solvers.remat.infeasibility import order_lower_bound
 
-__all__ = ["ThresholdBound", "threshold_bound", "hitting_set_bound", "recomputable", "given_relaxation_bound"]
+__all__ = ["ThresholdBound", "threshold_bound", "hitting_set_bound", "recomputable", "given_relaxation_bound",
+           "free_relaxation_bound"]
 
 
 @dataclass
@@ -297,17 +298,18 @@ def given_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = N
     return out
 
 
-def _stage_schedule(graph: Graph, B: int, caps, stages: dict):
+def _stage_schedule(graph: Graph, B: int, caps, stages: dict, order: list | None = None):
     """The schedule that runs each stage's recomputations of a relaxation solution in
-    given-order position before the stage's first computation (a schedule of Checkmate's
-    stage class, frees after each copy's last read), when it is valid, fits ``B`` and the caps;
-    else None. A relaxation solution need not be realizable this way (it is a relaxation)."""
+    ``order`` position (default: the given order) before the stage's first computation (a
+    schedule of Checkmate's stage class for that order, frees after each copy's last read),
+    when it is valid, fits ``B`` and the caps; else None. A relaxation solution need not be
+    realizable this way (it is a relaxation)."""
     from memsched.formulations import evaluate
     from memsched.formulations.evaluator import ScheduleError
     from memsched.solvers.remat.budgets import check_caps
     from memsched.solvers.remat.local_search import schedule_from_sequence
 
-    pi = graph.given_order()
+    pi = graph.given_order() if order is None else order
     pos = {v: i for i, v in enumerate(pi)}
     seq: list[int] = []
     for i in range(len(pi) + 1):
@@ -320,3 +322,86 @@ def _stage_schedule(graph: Graph, B: int, caps, stages: dict):
     except ScheduleError:
         return None
     return sched if ev.peak <= B and check_caps(graph, sched, caps) is None else None
+
+
+# CP-SAT subsolvers for the free-order relaxation: core-based first (with 2 workers, the two
+# used). fcn_8-train 0.7 (cap 1, hinted): optimal in 37-39 s under a load of ~8; with
+# ("max_lp", "core") not proven in 60 s (exploration, docs/remat.md).
+FREE_RELAX_SUBSOLVERS = ("core", "max_lp")
+
+
+def free_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = None, hint=None,
+                          time_limit: float = 10.0, workers: int = 1, seed: int = 0,
+                          max_downsets: int = 2000) -> ThresholdBound:
+    """A lower bound on compute for every schedule (free order) from the free-order stage
+    relaxation (``memsched.formulations.remat_free_relax``; docs/remat.md, "Free-order stage
+    relaxation"): every schedule within ``B`` and the finite ``caps`` has compute >= baseline
+    + the relaxation's least extra compute, and CP-SAT's objective bound is below that.
+
+    Parameters
+    ----------
+    upto : float, optional
+        The extra compute of a known schedule within B and the caps (the incumbent). The
+        model then keeps only solutions with extra compute <= ``upto`` (``max_extra``): a
+        schedule dearer than the incumbent needs no bound. The bound returned is never above
+        ``upto``; CP-SAT refuting the cut would be a bug (SolverDisagreement).
+    hint : Schedule, optional
+        A schedule within B and the caps, hinted to CP-SAT.
+
+    Returns
+    -------
+    ThresholdBound
+        ``extra`` the proven extra compute, ``complete`` True when the relaxation was solved to
+        optimality, ``infeasible`` True when it has no solution (without ``upto``: no schedule
+        fits B), ``schedule`` the schedule built from the relaxation's solution (its order of
+        first computations, each stage's recomputations before the next first computation)
+        when it is valid within B and the caps. ``checks`` says what happened (build refused:
+        too many down-sets, deadline). Without finite caps or with non-integer costs: the
+        baseline only.
+
+    Complexity
+    ----------
+    O(down-sets x recomputable x tensors) terms; bounded by ``time_limit`` (the build gets at
+    most half of it).
+    """
+    import math
+
+    from memsched.formulations.remat_free_relax import FreeBuildDeadline, TooManyDownsets, build_free_relaxation
+
+    out = ThresholdBound(baseline=graph.total_cost())
+    if caps is None or any(c is None for c in caps) or not all(float(c).is_integer() for c in graph.cost):
+        return out
+    t0 = time.perf_counter()
+    try:
+        rx = build_free_relaxation(graph, B, [int(c) for c in caps], max_downsets=max_downsets, max_extra=upto,
+                                   deadline=t0 + time_limit / 2)
+    except (FreeBuildDeadline, TooManyDownsets) as e:
+        out.checks.append((0.0, f"free relaxation not built: {e.args[0]}", round(time.perf_counter() - t0, 3)))
+        return out
+    if hint is not None:
+        rx.hint(hint)
+    left = time_limit - (time.perf_counter() - t0)
+    if left < 0.1:
+        return out
+    run = solve_cpsat(rx.model, time_limit=left, workers=int(workers), seed=seed, name="remat-free-relaxation",
+                      params={"subsolvers": list(FREE_RELAX_SUBSOLVERS)})
+    _stop_if_interrupted(run)
+    took = round(time.perf_counter() - t0, 3)
+    if run.status == "infeasible":
+        if upto is not None:
+            from memsched.solvers.result import SolverDisagreement
+
+            raise SolverDisagreement(f"free-order relaxation: no solution with extra compute <= {upto:g}, "
+                                     f"though a schedule has it")
+        out.infeasible = out.complete = True
+        out.checks.append((0.0, "free relaxation infeasible", took))
+        return out
+    bound = run.solver.BestObjectiveBound()
+    if math.isfinite(bound) and bound > 0:
+        out.extra = float(math.ceil(bound - 1e-6) * rx.cost_div)
+    out.complete = run.status == "optimal"
+    out.checks.append((out.extra, f"free relaxation {run.status} ({rx.stats['downsets']} down-sets)", took))
+    if run.has_solution:
+        order, stages = rx.decode(run.solver.BooleanValue)
+        out.schedule = _stage_schedule(graph, B, caps, stages, order)
+    return out
