@@ -147,3 +147,27 @@ def test_explain_cli_pin_search_options(tmp_path, capsys):
     assert memsched.cli.main.main(["dtr", "explain", str(log), "--budget", "0.582", "--vs", "0.578",
                                    "--max-pins", "-1"]) == 2
     assert "--max-pins" in capsys.readouterr().err
+
+
+def test_first_block_eviction_is_where_the_run_leaves_byte_counting():
+    """Random traces: the address-aware run's evictions equal the byte-counting run's up
+    to the first eviction for want of a block, which explain_alloc reports."""
+    seen = 0
+    for seed in range(25):
+        tr = random_trace(seed, n_calls=30)
+        for ratio in (0.5, 0.6, 0.7, 0.8):
+            a = replay_alloc(tr, ratio, allocator="first-fit", record=True)
+            if not a.runtime.frag_log or a.outcome == "ok":
+                continue
+            d = explain_alloc(tr, ratio, "first-fit", intervene=False)
+            k = d["first_block_eviction"]["eviction_index"]
+            b = replay(tr, ratio, record=True)
+            ea = [e[1:3] for e in a.runtime.events if e[0] == "evict"]
+            eb = [e[1:3] for e in b.runtime.events if e[0] == "evict"]
+            assert ea[:k] == eb[:k] and ea[k][1] == "fragmentation"
+            assert [x["storage"] for x in d["first_block_eviction"]["evicted"]] == [ea[k][0]]
+            fb = d["first_block_eviction"]
+            assert fb["requested"] > fb["largest_free"]
+            assert "first eviction for want of a block" in format_alloc_explanation(d)
+            seen += 1
+    assert seen > 0

@@ -300,6 +300,7 @@ class AllocRuntime(Runtime):
         self.alloc = make_allocator(allocator, budget)
         self.st_block: dict[int, object] = {}
         self.frag_evictions = 0  # evictions made because no block fitted (bytes would have fitted)
+        self.frag_log: list[dict] = []  # record mode: those evictions (see _log_frag)
         self.window = self.h in WINDOW_HEURISTICS
         self.windows = 0  # windows cleared (coop)
         # explanation intervention: these tensors' storages go first whenever anything is evicted
@@ -354,6 +355,8 @@ class AllocRuntime(Runtime):
                 got.append(b)
             if failed is None:
                 return got
+            # the state the request failed in (the operator's earlier outputs placed)
+            snap = (self.alloc.free_total(), self.alloc.largest_free()) if self.record else None
             for b in got:
                 if b is not None:
                     self.alloc.free(b)
@@ -361,7 +364,17 @@ class AllocRuntime(Runtime):
                 self._record_fragmentation(o, op, failed)
                 raise FragmentationError()
             self.frag_evictions += 1
-            self._evict(self._choose(), "fragmentation")
+            s = self._choose()
+            if self.record:
+                self._log_frag(op, failed, [s], snap)
+            self._evict(s, "fragmentation")
+
+    def _log_frag(self, op: int, size: int, evicted, snap) -> None:
+        """Record mode: an eviction for want of a block (the bytes fitted): where, the
+        request, the free total and largest free block it failed in, what it evicts."""
+        self.frag_log.append({"pos": self.pos, "clock": self.clock, "op": op, "requested": size,
+                              "free_total": snap[0], "largest_free": snap[1],
+                              "evicted": list(evicted), "eviction_index": self.evictions})
 
     def _blocks(self, cost_of):
         """The arena's tiling ``(address, size, cost)``; cost None for a block that cannot
@@ -396,6 +409,9 @@ class AllocRuntime(Runtime):
                 rest = sum(sz for sz, ob in zip(o.sizes[i:], o.aliases[i:]) if sz > 0 and ob == -1)
                 why = "pressure" if self.memory + rest > self.budget else "fragmentation"
                 self.windows += 1
+                if self.record and why == "fragmentation":
+                    self._log_frag(op, size, [owners[a] for a, _s, _c in blocks[w[1]:w[2]] if a in owners],
+                                   (self.alloc.free_total(), self.alloc.largest_free()))
                 for a, _sz, _c in blocks[w[1]:w[2]]:
                     s = owners.get(a)
                     if s is not None:

@@ -395,6 +395,15 @@ def explain_alloc(trace, budget: float, allocator: str = "best-fit", heuristic: 
     out = {"trace": str(tr.path), "heuristic": fail.heuristic, "allocator": allocator, "failing": fail.to_json(),
            "bytes_run": dict(by.to_json(), heuristic=bh), "frag_evictions": rt.frag_evictions}
     out["failing"].get("failure", {}).pop("layout", None)
+    if rt.frag_log:
+        # before its first eviction for want of a block, an address-aware run makes the
+        # byte-counting run's decisions (tests/test_dtr_allocator.py): this is where the
+        # two part (coop: its first window cleared while the bytes fitted)
+        e = rt.frag_log[0]
+        out["first_block_eviction"] = {
+            "op": tr.ops[e["op"]].name, "requested": e["requested"], "free_total": e["free_total"],
+            "largest_free": e["largest_free"], "clock": e["clock"], "eviction_index": e["eviction_index"],
+            "evicted": [_storage_desc(rt, s) for s in e["evicted"]]}
     f = fail.failure or {}
     if f.get("kind") != "fragmentation":
         return out
@@ -460,6 +469,14 @@ def format_alloc_explanation(d: dict) -> str:
          f"evictions {fl['evictions']} ({d['frag_evictions']} made for want of a block while the bytes fitted)",
          f"byte counting at the same budget ({by['heuristic']}): {by['outcome']}, clock {by['clock']}, "
          f"evictions {by['evictions']}"]
+    fb = d.get("first_block_eviction")
+    if fb:
+        ev = ", ".join(f"{x['tensor']} ({x['bytes']} B)" for x in fb["evicted"][:6])
+        where = ("its first window cleared while the bytes fitted" if d["heuristic"] == "coop" else
+                 "where the run leaves byte counting's decisions")
+        L.append(f"first eviction for want of a block ({where}): eviction "
+                 f"#{fb['eviction_index']} at clock {fb['clock']}, {fb['op']} requests {fb['requested']} B with "
+                 f"{fb['free_total']} B free, the largest block {fb['largest_free']} B; evicts {ev}")
     mb = d.get("missing_block")
     if mb is None:
         L.append(f"not a fragmentation failure ({fl['outcome']}): the address-aware run ends like a byte-counting "
