@@ -18,6 +18,8 @@ trace, mode and ratio), so an interrupted run continues where it stopped.
     nice .venv/bin/python benchmarks/bench_dtr_alloc.py [--traces resnet32,transformer,treelstm,lstm]
         [--modes bytes/dtr,first-fit/dtr,...] [--cap-per-trace 900] [--run-timeout 60] [--resume]
     .venv/bin/python benchmarks/bench_dtr_alloc.py --write-only   (rebuild the section from the rows)
+    .venv/bin/python benchmarks/bench_dtr_alloc.py --explain resnet32:0.147:caching[:HEURISTIC][,...]
+        (dtr explain --allocator on those failures; the text goes into the section)
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 DATA = ROOT / ".." / "shared" / "data" / "dtr-traces"
 SECTION = ROOT / "benchmarks" / "sections" / "63-dtr-alloc.md"
 RESULTS = ROOT / "benchmarks" / "results" / "dtr_alloc.jsonl"
+EXPLAIN = ROOT / "benchmarks" / "results" / "dtr_alloc_explain.json"
 
 from memsched.solvers.dtr.allocator import replay_alloc  # noqa: E402
 from memsched.solvers.dtr.replay import load_trace  # noqa: E402
@@ -190,10 +193,22 @@ def write_section(rows: list[dict], header: dict) -> None:
             hi = sum(1 for x in rat if x > 1 + 1e-12)
             L.append(f"| {t} | {a} | {len(com)} | {statistics.median(od):.4f} | {statistics.median(oc):.4f} | "
                      f"{statistics.median(rat):.4f} | {lo} / {len(com) - lo - hi} / {hi} | {only_d} | {only_c} |")
+    if EXPLAIN.exists():
+        ex = json.loads(EXPLAIN.read_text())
+        L += ["", "### dtr explain --allocator on the shared traces", "",
+              f"`memsched dtr explain TRACE --budget R --allocator A` (library `explain_alloc`, at most "
+              f"{ex['max_pins']} single pins) on failures of the table above; load average at start {ex['load']}.", ""]
+        for e in ex["runs"]:
+            L += [f"{e['spec']} ({e['wall_s']:.1f} s):", "", "```"] + e["text"].splitlines() + ["```", ""]
+        L += ["Command:", "", f"  nice .venv/bin/python benchmarks/bench_dtr_alloc.py --explain {ex['specs']}"]
     L += ["", "Command (rows in benchmarks/results/dtr_alloc.jsonl; `--resume` continues an interrupted run, "
           "`--write-only` rebuilds this section from the rows):", "",
           f"  nice .venv/bin/python benchmarks/bench_dtr_alloc.py {header.get('args', '')}".rstrip(), ""]
     SECTION.write_text("\n".join(L))
+
+
+def hdr_file_exists() -> bool:
+    return RESULTS.with_suffix(".header.json").exists()
 
 
 def main(argv=None) -> int:
@@ -205,7 +220,26 @@ def main(argv=None) -> int:
     ap.add_argument("--resume", action="store_true", help="reuse the rows already in the results file")
     ap.add_argument("--write-only", action="store_true")
     ap.add_argument("--note", default="")
+    ap.add_argument("--explain", metavar="TRACE:RATIO:ALLOC[:HEURISTIC][,...]", help="explain these address-aware failures")
+    ap.add_argument("--max-pins", type=int, default=5)
     a = ap.parse_args(argv)
+    if a.explain:
+        from memsched.solvers.dtr.explain import explain_alloc, format_alloc_explanation
+
+        runs, la = [], " / ".join(f"{x:.1f}" for x in os.getloadavg())
+        for spec in a.explain.split(","):
+            name, ratio, alloc, *h = spec.split(":")
+            h = h[0] if h else "dtr"
+            t0 = time.perf_counter()
+            d = explain_alloc(trace_path(name), float(ratio), alloc, heuristic=h, max_pins=a.max_pins)
+            text = format_alloc_explanation(d).replace(str(DATA) + "/", "")
+            runs.append({"spec": f"{name} ratio {ratio} under {alloc}, heuristic {h}", "text": text,
+                         "wall_s": time.perf_counter() - t0})
+            print(text, flush=True)
+        EXPLAIN.write_text(json.dumps({"load": la, "max_pins": a.max_pins, "specs": a.explain, "runs": runs}))
+        if hdr_file_exists():
+            write_section(load_rows(), json.loads(RESULTS.with_suffix(".header.json").read_text()))
+        return 0
     header = {"run_timeout": a.run_timeout, "note": a.note,
               "args": " ".join(x for x in (argv if argv is not None else sys.argv[1:]) if x != "--write-only")}
     hdr_file = RESULTS.with_suffix(".header.json")
