@@ -37,6 +37,7 @@ DATA = ROOT / ".." / "shared" / "data" / "dtr-traces"
 SECTION = ROOT / "benchmarks" / "sections" / "63-dtr-alloc.md"
 RESULTS = ROOT / "benchmarks" / "results" / "dtr_alloc.jsonl"
 EXPLAIN = ROOT / "benchmarks" / "results" / "dtr_alloc_explain.json"
+DENSE = ROOT / "benchmarks" / "results" / "dtr_alloc_dense.jsonl"
 
 from memsched.solvers.dtr.allocator import replay_alloc  # noqa: E402
 from memsched.solvers.dtr.replay import load_trace  # noqa: E402
@@ -111,10 +112,88 @@ def run_trace(tr, name: str, modes: list[str], old: list[dict], out, timeout: fl
                   f"{time.time() - t0:.0f} s", flush=True)
 
 
-def load_rows() -> list[dict]:
-    if not RESULTS.exists():
+def load_rows(path: Path = RESULTS) -> list[dict]:
+    if not path.exists():
         return []
-    return [json.loads(ln) for ln in RESULTS.read_text().splitlines() if ln.strip()]
+    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+
+
+def dense_order(lo: float, hi: float, res: float = 1e-4) -> list[list[float]]:
+    """Every ratio of [lo, hi] at ``res``, in levels: stride 64 steps, then 32, ..., 1
+    (each level only the ratios not in an earlier one), so a capped scan is evenly spread."""
+    klo, khi = round(lo / res), round(hi / res)
+    seen, levels = set(), []
+    stride = 64
+    while stride >= 1:
+        lev = [k for k in range(klo, khi + 1, stride) if k not in seen] + ([khi] if khi not in seen else [])
+        lev = sorted(set(lev))
+        seen.update(lev)
+        levels.append([round(k * res, 4) for k in lev])
+        stride //= 2
+    return levels
+
+
+def run_dense(names: list[str], modes: list[str], lo: float, hi: float, cap: float, timeout: float) -> None:
+    """Every 1e-4 of [lo, hi] per trace and mode, level by level across the modes (rows in DENSE,
+    reused on a rerun), stopped at ``cap`` seconds per trace."""
+    old = load_rows(DENSE)
+    with DENSE.open("a") as out:
+        for name in names:
+            tr = load_trace(trace_path(name))
+            deadline = time.time() + cap
+            rows = {m: {x["ratio"]: x for x in old if x["trace"] == name and x["mode"] == m} for m in modes}
+            ones = {m: make_one(tr, name, m, rows[m], out, timeout, deadline) for m in modes}
+            for lev in dense_order(lo, hi):
+                for m in modes:
+                    for r in lev:
+                        if ones[m](r) is None:
+                            break
+                if time.time() > deadline:
+                    break
+            print(f"{name} dense: " + ", ".join(f"{m} {len(rows[m])}" for m in modes), flush=True)
+
+
+def dense_table(lo: float, hi: float, header: dict) -> list[str]:
+    rows = load_rows(DENSE)
+    if not rows:
+        return []
+    n = sum(len(x) for x in dense_order(lo, hi))
+    L = ["", f"### Dense scan of {lo}-{hi} at 1e-4", "",
+         f"Every 1e-4 of the range ({n} ratios per mode), visited coarse to fine (stride 0.0064, then halving), "
+         f"the modes level by level, stopped at {header.get('dense_cap', '?')} s per trace: a mode with fewer "
+         f"samples than {n} was stopped by the cap (its smallest feasible ratio and holes are then those of an "
+         f"evenly spread subset). Load average at start: {header.get('dense_load', '?')}.", "",
+         "| trace | mode | samples | smallest feasible | vs bytes | holes | hole samples | fragmentation samples | "
+         "wall s |", "|---|---|---|---|---|---|---|---|---|"]
+    by: dict = {}
+    for x in rows:
+        if lo - 1e-9 <= x["ratio"] <= hi + 1e-9:
+            by.setdefault((x["trace"], x["mode"]), {})[x["ratio"]] = x
+    holes_txt = []
+    for t in TRACES:
+        base = None
+        for m in MODES:
+            d = by.get((t, m))
+            if not d:
+                continue
+            pts = sorted((r, x["outcome"]) for r, x in d.items())
+            ok = [r for r, o in pts if o == "ok"]
+            mf = min(ok) if ok else None
+            if m == "bytes/dtr":
+                base = mf
+            holes = find_holes(pts)
+            vs = "-" if mf is None or base is None else f"{mf - base:+.4f} ({mf / base:.3f}x)"
+            L.append(f"| {t} | {m} | {len(pts)} | {'none' if mf is None else f'{mf:.4f}'} | {vs} | {len(holes)} | "
+                     f"{sum(len(h.ratios) for h in holes)} | {sum(1 for _, o in pts if o == 'fragmentation')} | "
+                     f"{sum(x['wall_s'] for x in d.values()):.0f} |")
+            for h in holes[:12]:
+                holes_txt.append(f"* {t} {m}: {h.first:.4f}-{h.last:.4f} ({len(h.ratios)}: "
+                                 f"{', '.join(sorted(set(h.outcomes)))})")
+            if len(holes) > 12:
+                holes_txt.append(f"* {t} {m}: ... {len(holes) - 12} more")
+    L += ["", "Holes of the dense scan (first 12 per mode):", ""] + (holes_txt or ["* none"])
+    L += ["", "Command:", "", f"  nice .venv/bin/python benchmarks/bench_dtr_alloc.py {header.get('dense_args', '')}"]
+    return L
 
 
 def write_section(rows: list[dict], header: dict) -> None:
@@ -193,6 +272,8 @@ def write_section(rows: list[dict], header: dict) -> None:
             hi = sum(1 for x in rat if x > 1 + 1e-12)
             L.append(f"| {t} | {a} | {len(com)} | {statistics.median(od):.4f} | {statistics.median(oc):.4f} | "
                      f"{statistics.median(rat):.4f} | {lo} / {len(com) - lo - hi} / {hi} | {only_d} | {only_c} |")
+    if header.get("dense_range"):
+        L += dense_table(*header["dense_range"], header)
     if EXPLAIN.exists():
         ex = json.loads(EXPLAIN.read_text())
         L += ["", "### dtr explain --allocator on the shared traces", "",
@@ -222,7 +303,19 @@ def main(argv=None) -> int:
     ap.add_argument("--note", default="")
     ap.add_argument("--explain", metavar="TRACE:RATIO:ALLOC[:HEURISTIC][,...]", help="explain these address-aware failures")
     ap.add_argument("--max-pins", type=int, default=5)
+    ap.add_argument("--dense", metavar="LO,HI", help="every 1e-4 of LO..HI per trace and mode (capped)")
     a = ap.parse_args(argv)
+    if a.dense:
+        lo, hi = (float(x) for x in a.dense.split(","))
+        hf = RESULTS.with_suffix(".header.json")
+        header = json.loads(hf.read_text()) if hf.exists() else {}
+        header.update({"dense_range": [lo, hi], "dense_cap": a.cap_per_trace,
+                       "dense_load": " / ".join(f"{x:.1f}" for x in os.getloadavg()),
+                       "dense_args": " ".join(argv if argv is not None else sys.argv[1:])})
+        hf.write_text(json.dumps(header))
+        run_dense(a.traces.split(","), a.modes.split(","), lo, hi, a.cap_per_trace, a.run_timeout)
+        write_section(load_rows(), header)
+        return 0
     if a.explain:
         from memsched.solvers.dtr.explain import explain_alloc, format_alloc_explanation
 
