@@ -34,6 +34,8 @@ allocators on the same replays.
         [--heuristics dtr,dtr-eqclass] [--cap 900] [--verify 500] [--verify-cap 300]
         (the full dense scans with early stop: wall per trace, holes, random samples checked against
         independent full replays; replaces the earlier full-scan tables of the section)
+    .venv/bin/python benchmarks/bench_dtr_dense.py --hot-path REV [--traces ...] [--heuristics ...]
+        (the DTR package at REV vs the working tree, same replays side by side)
     .venv/bin/python benchmarks/bench_dtr_dense.py --early-side transformer:0.12/0.15,lstm:0.12/0.15
         (thrashing replays without vs with early stop, side by side)
 """
@@ -781,6 +783,78 @@ def _drop_block(mark: str) -> None:
     SECTION.write_text(text[:i].rstrip("\n") + "\n\n" + (text[j + 1:] if j != -1 else ""))
 
 
+HP_MARK = "### Hot path: replay speed before vs after (evicted-neighbour sets)"
+
+
+def hot_path_main(argv) -> int:
+    """The DTR package at REV (every module of solvers/dtr, imported as its own package)
+    vs the working tree's: the same replays, order old, new, new, old per ratio, wall
+    seconds summed per side; every result compared (outcome, clock, peak, evictions,
+    budget interval)."""
+    import importlib
+    import subprocess
+    import tempfile
+
+    from memsched.solvers.dtr import runtime as new_rt
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hot-path", required=True, metavar="REV")
+    ap.add_argument("--traces", default="resnet32,transformer,treelstm,lstm")
+    ap.add_argument("--heuristics", default="dtr,dtr-eqclass")
+    ap.add_argument("--ratios", default="0.2,0.4,0.6,0.8")
+    ap.add_argument("--no-write", action="store_true")
+    a = ap.parse_args(argv)
+    tmp = tempfile.mkdtemp(prefix="old_dtr_")
+    pkg = Path(tmp) / "old_dtr_pkg"
+    pkg.mkdir()
+    names = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", a.hot_path, "solvers/dtr/"],
+                           check=True, capture_output=True, text=True).stdout.split()
+    for f in names:
+        if f.endswith(".py"):
+            (pkg / Path(f).name).write_text(subprocess.run(["git", "-C", str(ROOT), "show", f"{a.hot_path}:{f}"],
+                                                           check=True, capture_output=True, text=True).stdout)
+    sys.path.insert(0, tmp)
+    old_rt = importlib.import_module("old_dtr_pkg.runtime")
+    load = os.getloadavg()
+    out = [HP_MARK, "", f"The DTR package at {a.hot_path} (old) vs the working tree (new): the same replays "
+           f"(ratios {a.ratios}, remat limit = baseline compute), order old, new, new, old per ratio, wall seconds "
+           f"summed per side, in one process. Load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
+           "(2 cores shared with other helpers).", "",
+           "| trace | heuristic | old s | new s | new / old | identical results |", "|---|---|---|---|---|---|"]
+    ratios = [float(x) for x in a.ratios.split(",")]
+    for name in a.traces.split(","):
+        tr = _load(trace_path(name))
+        b = trace_baseline(tr)
+        lim = b["baseline_compute"] * 1.0
+        for h in a.heuristics.split(","):
+            to = tn = 0.0
+            same = True
+            for r in ratios:
+                bud = int(r * b["baseline_memory"])
+                res = {}
+                for side, mod in (("old", old_rt), ("new", new_rt), ("new", new_rt), ("old", old_rt)):
+                    t = time.perf_counter()
+                    rt = mod.Runtime(tr, bud, h, remat_limit=lim)
+                    o = rt.run()
+                    w = time.perf_counter() - t
+                    if side == "old":
+                        to += w
+                    else:
+                        tn += w
+                    res.setdefault(side, set()).add((o, rt.clock, rt.peak, rt.evictions, rt.eq_lo, rt.eq_hi))
+                same &= res["old"] == res["new"] and len(res["new"]) == 1
+            line = f"| {name} | {h} | {to / 2:.2f} | {tn / 2:.2f} | {tn / to:.2f} | {'yes' if same else 'NO'} |"
+            print(line, flush=True)
+            out.append(line)
+            assert same, (name, h)
+    block = "\n".join(out + ["", "Command:", "", "  .venv/bin/python benchmarks/bench_dtr_dense.py "
+                              + " ".join(x for x in argv if x != "--no-write"), ""])
+    print(block)
+    if not a.no_write:
+        _append_block(HP_MARK, block)
+    return 0
+
+
 
 if __name__ == "__main__":
     if any(x.startswith("--pin-search") for x in sys.argv[1:]):
@@ -789,6 +863,8 @@ if __name__ == "__main__":
         raise SystemExit(divergence_main(sys.argv[1:]))
     if any(x.startswith("--prefix-side") for x in sys.argv[1:]):
         raise SystemExit(prefix_side_main(sys.argv[1:]))
+    if any(x.startswith("--hot-path") for x in sys.argv[1:]):
+        raise SystemExit(hot_path_main(sys.argv[1:]))
     if any(x.startswith("--full-scans") for x in sys.argv[1:]):
         raise SystemExit(full_scans_main(sys.argv[1:]))
     if any(x.startswith("--early-side") for x in sys.argv[1:]):

@@ -252,3 +252,39 @@ def test_region_invariant_failure_is_a_clear_error(tmp_path, capsys, monkeypatch
     assert "region invariant" in err and "inv.log" in err and "Traceback" not in err
     # a heuristic without regions replays the same trace
     assert memsched.cli.main.main(["dtr", "replay", str(f), "--ratio", "0.5", "--heuristic", "dtr-local"]) == 0
+
+
+# ---------------------------------------------------------------- h_DTR-EqClass's neighbour sets
+EQ_HEUR = ["dtr-eqclass", "ab-eq", "ab-eq-size", "ab-eq-stale"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), frac=st.floats(0.15, 1.0), h=st.sampled_from(EQ_HEUR),
+       alias_p=st.sampled_from([0.0, 0.3, 0.6]), acyclic=st.booleans())
+def test_evicted_neighbour_sets_equal_set_algebra(seed, frac, h, alias_p, acyclic):
+    """The eq heuristics' scan reads each storage's evicted neighbours from sets kept up to
+    date by the runtime (integer costs); before every eviction choice they equal
+    (adj_p[s] | adj_c[s]) & evicted minus s, for every storage, and the choice equals the
+    one of the set-algebra scan (the float-cost path)."""
+    from memsched.solvers.dtr.heuristics import E_EQ, _factory, spec
+
+    tr = random_trace(seed, n_calls=18, alias_p=alias_p, acyclic=acyclic)
+    b = baseline(tr)
+    rt = Runtime(tr, int(b["baseline_memory"] * frac), h, remat_limit=b["baseline_compute"] * 2)
+    assert rt.st_en is not None
+    _, _, plain = _factory(E_EQ, spec(h).denominator)(rt)
+    pick = rt._pick
+    seen = [0]
+
+    def checked(pool, clock):
+        for s in range(tr.n_tensors):
+            want = (rt.adj_p[s] | rt.adj_c[s]) & rt.evicted
+            want.discard(s)
+            assert rt.st_en[s] == want, (s, rt.st_en[s], want)
+        got = pick(pool, clock)
+        assert got == plain(pool, clock)
+        seen[0] += 1
+        return got
+
+    rt._pick = checked
+    rt.run()

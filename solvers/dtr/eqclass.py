@@ -25,6 +25,13 @@ class EqClassMixin:
         self.st_ecn = [-1] * self.trace.n_tensors
         self.uf_parent: list[int] = []
         self.uf_val: list = []
+        # integer costs: per storage, the set of its evicted neighbours (itself excluded),
+        # kept up to date on eviction, materialization and new edges (_eq_evicted,
+        # _eq_materialized, _eq_new_edges), read by the cost scan (heuristics.E_EQ_EN)
+        # instead of (adj_p[s] | adj_c[s]) & evicted; float costs keep the set algebra (a
+        # float sum over the classes depends on their order)
+        ints = all(isinstance(c, int) for c in self.o_cost)
+        self.st_en = [set() for _ in range(self.trace.n_tensors)] if ints else None
 
     def _eq_issue(self, s: int) -> None:
         """A new storage ``s`` is issued: a class node of value 0, counted as evicted until
@@ -38,12 +45,19 @@ class EqClassMixin:
         """The storages ``rst`` were made material: each lowers its class's value by its
         compute and leaves its class (the class is not split)."""
         ecn = self.st_ecn
+        en = self.st_en
         for s in rst:
             e = ecn[s]
             if e != -1:
                 r = self._find(e)
                 self.uf_val[r] = self.uf_val[r] - self.st_comp[s]
                 ecn[s] = -1
+            if en is not None:
+                for n in self.adj_p[s]:
+                    en[n].discard(s)
+                for n in self.adj_c[s]:
+                    en[n].discard(s)
+                en[s].discard(s)
 
     def _eq_evicted(self, s: int) -> None:
         """Storage ``s`` was evicted: a new node of value comp(s), merged with the class of
@@ -52,12 +66,32 @@ class EqClassMixin:
         self.uf_parent.append(-1)
         self.uf_val.append(self.st_comp[s])
         self.st_ecn[s] = node
+        en = self.st_en
+        if en is not None:
+            for n in self.adj_p[s]:
+                if n != s:
+                    en[n].add(s)
+            for n in self.adj_c[s]:
+                if n != s:
+                    en[n].add(s)
         for n in self._evicted_neighbors(s):
             left = self._find(self.st_ecn[n])
             r = self._find(node)
             if left != r:
                 self.uf_parent[left] = r
                 self.uf_val[r] = self.uf_val[left] + self.uf_val[r]
+
+    def _eq_new_edges(self, ps: int, rs) -> None:
+        """New storage edges ps -> rs: each end that is evicted is an evicted neighbour of
+        the other."""
+        en, ev = self.st_en, self.evicted
+        ps_ev = ps in ev
+        for r in rs:
+            if r != ps:
+                if r in ev:
+                    en[ps].add(r)
+                if ps_ev:
+                    en[r].add(ps)
 
     def _find(self, e: int) -> int:
         """Root of node ``e`` (path compression)."""

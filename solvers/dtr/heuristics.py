@@ -63,6 +63,25 @@ if not (ap.isdisjoint(ev) and ac.isdisjoint(ev)):
             add(q if p == -1 else p if par[p] == -1 else find(q))
     for r in roots:
         e = e + val[r]"""
+# the same with each storage's evicted neighbours kept as a set by the runtime (``en[s]``,
+# EqClassMixin, integer costs only: the classes are then summed in another order, exact for
+# integers); it saves the set algebra per pool entry, the bulk of the scan
+E_EQ_EN = """e = comp[s]
+nb = en[s]
+if len(nb) == 1:
+    for n in nb:
+        q = ecn[n]
+        p = par[q]
+        e = e + val[q if p == -1 else p if par[p] == -1 else find(q)]
+elif nb:
+    roots = set()
+    add = roots.add
+    for n in nb:
+        q = ecn[n]
+        p = par[q]
+        add(q if p == -1 else p if par[p] == -1 else find(q))
+    for r in roots:
+        e = e + val[r]"""
 LOCAL = "comp[s]"
 ONE = "1"
 LAST = "last[s]"  # LRU: least recent access first
@@ -162,6 +181,7 @@ def factory(rt):
     adj_p, adj_c, ev = getattr(rt, "adj_p", None), getattr(rt, "adj_c", None), getattr(rt, "evicted", None)
     ecn, par, val = getattr(rt, "st_ecn", None), getattr(rt, "uf_parent", None), getattr(rt, "uf_val", None)
     find = getattr(rt, "_find", None)
+    en = getattr(rt, "st_en", None)
 
     def numerator(s):
 {num_lines}
@@ -172,7 +192,7 @@ def factory(rt):
         return c
 
     def choose(pool, clock, size=size, last=last, comp=comp, rg_c=rg_c, rr_c=rr_c, adj_p=adj_p,
-               adj_c=adj_c, ev=ev, ecn=ecn, par=par, val=val, find=find, INF=INF):
+               adj_c=adj_c, ev=ev, ecn=ecn, par=par, val=val, find=find, en=en, INF=INF):
         # the state as default arguments: fast locals in the scan loop
         best, bs = INF, None
         for s in pool:
@@ -240,4 +260,7 @@ def bind(rt, name: str):
     h_DTR-EqClass: O(evicted neighbours) for a storage with evicted neighbours).
     """
     h = spec(name)
-    return _factory(h.numerator, h.denominator)(rt)
+    num = h.numerator
+    if num == E_EQ and getattr(rt, "st_en", None) is not None:
+        num = E_EQ_EN  # the same value (integer costs), from the runtime's evicted-neighbour sets
+    return _factory(num, h.denominator)(rt)

@@ -365,6 +365,8 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
                 continue
             if self.use_regions:
                 self._regions_new_edges(ps, rs)
+            elif self.use_eq and self.st_en is not None:
+                self._eq_new_edges(ps, rs)
             adj_c[ps].update(rs)
             for r in rs:
                 adj_p[r].add(ps)
@@ -680,6 +682,8 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
         rng = _random.Random()
         rng.setstate(self.rng.getstate())
         d["rng"] = rng
+        if self.use_eq and self.st_en is not None:
+            d["st_en"] = [set(x) for x in self.st_en]
         if self.use_adj:
             d["adj_c"] = [set(x) for x in self.adj_c]
             d["adj_p"] = [set(x) for x in self.adj_p]
