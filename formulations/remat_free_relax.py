@@ -192,7 +192,7 @@ class FreeRelaxation:
 
 def build_free_relaxation(graph: Graph, budget: int, caps: list[int], *, max_downsets: int = 2000,
                           max_extra: float | None = None, shared_load_terms: int = 3_000_000,
-                          deadline: float | None = None) -> FreeRelaxation:
+                          max_literals: int | None = None, deadline: float | None = None) -> FreeRelaxation:
     """Build the relaxation (module docstring) for budget ``budget`` (bytes) and finite
     per-operator ``caps``; the objective is the extra compute over the baseline.
 
@@ -202,6 +202,8 @@ def build_free_relaxation(graph: Graph, budget: int, caps: list[int], *, max_dow
     least objective is then a lower bound on the extra compute of every schedule whose
     extra compute is at most ``max_extra``; callers pass a known schedule's extra compute,
     so that the bound holds for every schedule (the others cost more than that schedule).
+
+    ``max_literals``: refuse (TooManyDownsets) a model with more recomputation literals.
 
     ``shared_load_terms``: when the memory constraints at recomputations would have more
     terms than this, each stage's resident load is one variable and each recomputation's
@@ -235,6 +237,12 @@ def build_free_relaxation(graph: Graph, budget: int, caps: list[int], *, max_dow
     if max_extra is not None:
         lim = int(max_extra // div)
         caps = [c if icost[u] == 0 else min(c, lim // icost[u]) for u, c in enumerate(caps)]
+    if max_literals is not None:
+        elig = [u for u in range(graph.n_ops) if caps[u] > 0]
+        n_lit = sum(1 for D in nodes for u in elig if (D >> u) & 1)
+        if n_lit > max_literals:
+            raise TooManyDownsets(f"remat: the free-order relaxation would have {n_lit} recomputation literals "
+                                  f"(more than {max_literals})")
     b = _FreeRelax(graph, cp_model.CpModel(), budget, caps, nodes, edges, deadline)
     b.shared_load_terms = shared_load_terms
     b.add_path()

@@ -66,6 +66,8 @@ THRESHOLD_SHARE = 0.3
 PRESOLVE_SHARE = 0.2
 # Share of the time left given to the given-order stage relaxation (given class, finite caps).
 RELAX_SHARE = 0.3
+# Share of the time left given to the free-order stage relaxation (free order, several orders, finite caps).
+FREE_RELAX_SHARE = 0.8
 SOLVER = "remat-cp"
 
 
@@ -239,6 +241,9 @@ def _phases(s: _Solve) -> SolveResult:
             return res
         s.hint_time = s.elapsed()
         res = _given_relaxation(s)
+        if res is not None:
+            return res
+        res = _free_relaxation(s)
         if res is not None:
             return res
         _given_order_slice(s)
@@ -415,6 +420,38 @@ def _given_relaxation(s: _Solve) -> SolveResult | None:
                         extra={"time_to_best_s": round(s.hint_time, 3)},
                         message="the given-order stage relaxation meets the schedule (docs/remat.md)",
                         stop="the given-order stage relaxation's bound meets the schedule (bound met)")
+    return None
+
+
+def _free_relaxation(s: _Solve) -> SolveResult | None:
+    """3c. Free order with several topological orders, finite caps, integer costs: the
+    free-order stage relaxation's bound (``proofs.free_relaxation_bound``, over the down-set
+    lattice; ``FREE_RELAX_SHARE`` of the time left; refused at once on graphs with too many
+    down-sets) as an objective floor valid for every order; its solution, run stage by stage,
+    may replace the hint; the hint is returned as optimal when the floor meets it."""
+    g = s.graph
+    if s.gmodel or s.unbounded or INTERRUPTED.is_set() or not all(float(c).is_integer() for c in g.cost):
+        return None
+    from memsched.solvers.remat.proofs import free_relaxation_bound
+
+    t = time.perf_counter()
+    upto = evaluate(g, s.hint).compute - s.baseline
+    s.say("bounds", "free-order stage relaxation (down-set lattice)")
+    rb = free_relaxation_bound(g, s.B, s.ecaps, upto=upto, hint=s.hint, time_limit=FREE_RELAX_SHARE * s.left(),
+                               workers=s.workers, seed=s.seed)
+    s.params["free_relaxation"] = {"extra": rb.extra, "complete": rb.complete, "s": round(time.perf_counter() - t, 3),
+                                   "checks": [list(c) for c in rb.checks]}
+    s.floor = max(s.floor, rb.lower_bound)
+    if rb.schedule is not None and s.fits(rb.schedule) and \
+            evaluate(g, rb.schedule).compute < evaluate(g, s.hint).compute - 1e-9:
+        s.hint = rb.schedule
+        s.hint_time = s.elapsed()
+        s.params["free_relaxation"]["schedule"] = True
+    if same_value(s.floor, evaluate(g, s.hint).compute, "compute"):
+        return s.result(s.hint, status=Status.OPTIMAL, objective="compute", lower_bound=s.floor,
+                        extra={"time_to_best_s": round(s.hint_time, 3)},
+                        message="the free-order stage relaxation meets the schedule (docs/remat.md)",
+                        stop="the free-order stage relaxation's bound meets the schedule (bound met)")
     return None
 
 

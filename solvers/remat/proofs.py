@@ -30,7 +30,7 @@ from memsched.solvers.remat.budgets import given_peak
 from memsched.solvers.remat.infeasibility import order_lower_bound
 
 __all__ = ["ThresholdBound", "threshold_bound", "hitting_set_bound", "recomputable", "given_relaxation_bound",
-           "free_relaxation_bound"]
+           "free_relaxation_bound", "free_relaxation_size"]
 
 
 @dataclass
@@ -332,7 +332,8 @@ FREE_RELAX_SUBSOLVERS = ("core", "max_lp")
 
 def free_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = None, hint=None,
                           time_limit: float = 10.0, workers: int = 1, seed: int = 0,
-                          max_downsets: int = 2000) -> ThresholdBound:
+                          max_downsets: int = 2000, max_literals: int = 20000, improve_hint: bool = True,
+                          improve_share: float = 0.4) -> ThresholdBound:
     """A lower bound on compute for every schedule (free order) from the free-order stage
     relaxation (``memsched.formulations.remat_free_relax``; docs/remat.md, "Free-order stage
     relaxation"): every schedule within ``B`` and the finite ``caps`` has compute >= baseline
@@ -347,16 +348,20 @@ def free_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = No
         ``upto``; CP-SAT refuting the cut would be a bug (SolverDisagreement).
     hint : Schedule, optional
         A schedule within B and the caps, hinted to CP-SAT.
+    improve_hint : bool
+        With ``upto``: first spend ``improve_share`` of the time on the given-order stage
+        relaxation, whose solution, run stage by stage, is often a cheaper schedule (only the
+        schedule is used, never that bound); it then replaces the hint and ``upto``.
 
     Returns
     -------
     ThresholdBound
         ``extra`` the proven extra compute, ``complete`` True when the relaxation was solved to
         optimality, ``infeasible`` True when it has no solution (without ``upto``: no schedule
-        fits B), ``schedule`` the schedule built from the relaxation's solution (its order of
-        first computations, each stage's recomputations before the next first computation)
-        when it is valid within B and the caps. ``checks`` says what happened (build refused:
-        too many down-sets, deadline). Without finite caps or with non-integer costs: the
+        fits B), ``schedule`` the cheapest schedule within B and the caps found on the way (the
+        relaxation's solution run stage by stage: its order of first computations, each stage's
+        recomputations before the next first computation; or the given-order relaxation's), or None. ``checks`` says what happened (build refused:
+        too many down-sets or recomputation literals, deadline). Without finite caps or with non-integer costs: the
         baseline only.
 
     Complexity
@@ -371,16 +376,39 @@ def free_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = No
     out = ThresholdBound(baseline=graph.total_cost())
     if caps is None or any(c is None for c in caps) or not all(float(c).is_integer() for c in graph.cost):
         return out
+    from memsched.formulations import evaluate
+
     t0 = time.perf_counter()
+    caps = [int(c) for c in caps]
     try:
-        rx = build_free_relaxation(graph, B, [int(c) for c in caps], max_downsets=max_downsets, max_extra=upto,
-                                   deadline=t0 + time_limit / 2)
+        free_relaxation_size(graph, caps, max_downsets=max_downsets, max_literals=max_literals)
+    except TooManyDownsets as e:
+        out.checks.append((0.0, f"free relaxation not built: {e.args[0]}", round(time.perf_counter() - t0, 3)))
+        return out
+    best = None
+    if improve_hint and upto is not None and upto > 0:
+        # a cheaper schedule first, from the given-order relaxation's solution run stage by stage
+        # (only its schedule is used: its bound holds for the given order only); a smaller
+        # incumbent makes the free model smaller (max_extra) and gives CP-SAT a better hint
+        # (no cut at upto: the given class may have nothing as cheap as a free-order hint)
+        gb = given_relaxation_bound(graph, B, caps, hint=hint, time_limit=improve_share * time_limit,
+                                    workers=workers, seed=seed)
+        if gb.schedule is not None:
+            c = evaluate(graph, gb.schedule).compute - out.baseline
+            out.checks.append((c, "given-order relaxation's schedule", round(time.perf_counter() - t0, 3)))
+            if c < upto - 1e-9:
+                upto, hint, best = c, gb.schedule, gb.schedule
+    try:
+        rx = build_free_relaxation(graph, B, caps, max_downsets=max_downsets, max_extra=upto,
+                                   max_literals=max_literals, deadline=t0 + time_limit / 2)
     except (FreeBuildDeadline, TooManyDownsets) as e:
         out.checks.append((0.0, f"free relaxation not built: {e.args[0]}", round(time.perf_counter() - t0, 3)))
+        out.schedule = best
         return out
     if hint is not None:
         rx.hint(hint)
     left = time_limit - (time.perf_counter() - t0)
+    out.schedule = best
     if left < 0.1:
         return out
     run = solve_cpsat(rx.model, time_limit=left, workers=int(workers), seed=seed, name="remat-free-relaxation",
@@ -403,5 +431,22 @@ def free_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = No
     out.checks.append((out.extra, f"free relaxation {run.status} ({rx.stats['downsets']} down-sets)", took))
     if run.has_solution:
         order, stages = rx.decode(run.solver.BooleanValue)
-        out.schedule = _stage_schedule(graph, B, caps, stages, order)
+        sched = _stage_schedule(graph, B, caps, stages, order)
+        if sched is not None and (best is None or evaluate(graph, sched).compute < evaluate(graph, best).compute):
+            out.schedule = sched
     return out
+
+
+def free_relaxation_size(graph: Graph, caps, *, max_downsets: int = 2000, max_literals: int | None = 20000) -> dict:
+    """Down-sets, lattice edges and recomputation literals of the free-order relaxation for
+    ``caps`` (before ``max_extra`` pruning), without building it; raises TooManyDownsets past
+    either limit. O(down-sets x n)."""
+    from memsched.formulations.remat_free_relax import TooManyDownsets, downsets
+
+    nodes, edges = downsets(graph, max_downsets)
+    elig = [u for u in range(graph.n_ops) if caps[u] > 0]
+    n_lit = sum(1 for D in nodes for u in elig if (D >> u) & 1)
+    if max_literals is not None and n_lit > max_literals:
+        raise TooManyDownsets(f"remat: the free-order relaxation would have {n_lit} recomputation literals "
+                              f"(more than {max_literals})")
+    return {"downsets": len(nodes), "edges": len(edges), "recompute_literals": n_lit}
