@@ -642,7 +642,7 @@ def full_scans_main(argv) -> int:
     load = os.getloadavg()
     out = [FS_MARK, "", f"Dense 0.1-1.0 at 1e-4 (9001 samples), repeats 3, interval sharing, "
            f"{'early stop on (`sweep(..., early_stop=True)`)' if early else 'early stop off'}, {a.jobs} worker "
-           f"processes, each scan stopped after {a.cap:g} s if not finished (the cap is checked between batches, "
+           f"processes, each scan stopped at its cap (--cap {a.cap:g} s unless given per scan) if not finished (the cap is checked between batches, "
            f"so a scan can overshoot it by one batch). Load average at start {load[0]:.1f} / {load[1]:.1f} / "
            f"{load[2]:.1f} (2 cores shared with other helpers). `thrash_or_oom`: samples stopped early by the proof "
            "(docs/dtr.md section 3, \"Early stop\"): infeasible, their full replay ends in remat_exceeded or oom, "
@@ -650,21 +650,29 @@ def full_scans_main(argv) -> int:
            "samples re-run as independent full replays (no early stop) in a pool of the same size: an early-stopped "
            "sample must be a full remat_exceeded or oom, every other sample equal in outcome, clock, peak and "
            f"evictions (at most {a.verify} per scan, at most {a.verify_cap:g} s of verification per scan).", "",
-           "| trace | heuristic | finished | wall s | samples done (of 9001) | replays | derived | thrash_or_oom "
-           "samples | smallest feasible | holes | verified vs independent full replays |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| trace | heuristic | finished | wall s | load at start | samples done (of 9001) | replays | derived | "
+           "thrash_or_oom samples | smallest feasible | holes | verified vs independent full replays |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     holes_txt = []
     rng = random.Random(0)
-    for name in a.full_scans.split(","):
+    jobs_ = []  # (trace, heuristic, cap): an entry is TRACE (every --heuristics), TRACE:H or TRACE:H:CAP
+    for ent in a.full_scans.split(","):
+        parts = ent.split(":")
+        for h in ([parts[1]] if len(parts) > 1 else a.heuristics.split(",")):
+            jobs_.append((parts[0], h, float(parts[2]) if len(parts) > 2 else a.cap))
+    trs: dict = {}
+    for name, h, cap in jobs_:
         path = trace_path(name)
-        tr = _load(path)
-        trace_baseline(tr)
-        for h in a.heuristics.split(","):
+        if name not in trs:
+            trs[name] = _load(path)
+            trace_baseline(trs[name])
+        tr = trs[name]
+        if True:
             t0 = time.perf_counter()
             la = os.getloadavg()[0]
 
-            def stop(n):
-                if time.perf_counter() - t0 > a.cap:
+            def stop(n, cap=cap, t0=t0):
+                if time.perf_counter() - t0 > cap:
                     raise KeyboardInterrupt
 
             try:
@@ -673,7 +681,7 @@ def full_scans_main(argv) -> int:
                 finished = "yes"
             except SweepInterrupted as e:
                 r = e.partial[0]
-                finished = "no (cap)"
+                finished = f"no (cap {cap:g} s)"
             w = time.perf_counter() - t0
             n_early = sum(1 for p in r.points if p.outcome == "thrash_or_oom")
             pts = [p for p in r.points if p.outcome in ("ok", "oom", "remat_exceeded", "thrash_or_oom")]
@@ -695,10 +703,10 @@ def full_scans_main(argv) -> int:
             tv = time.perf_counter() - tv
             assert not bad, (name, h, sorted(bad)[:5])
             mf = r.min_feasible()
-            line = (f"| {name} | {h} | {finished} | {w:.0f} | {len(r.points)} | {r.replays} | {r.derived} | "
+            line = (f"| {name} | {h} | {finished} | {w:.0f} | {la:.1f} | {len(r.points)} | {r.replays} | {r.derived} | "
                     f"{n_early} | {'-' if mf is None else f'{mf:.4f}'} | {len(r.holes)} | {checked} random, all agree "
                     f"({tv:.0f} s) |")
-            print(line, f"load at start {la:.1f}", flush=True)
+            print(line, flush=True)
             out.append(line)
             for hh in r.holes:
                 kinds = ", ".join(f"{o} {hh.outcomes.count(o)}" for o in sorted(set(hh.outcomes)))
