@@ -712,15 +712,24 @@ def full_scans_main(argv) -> int:
                 kinds = ", ".join(f"{o} {hh.outcomes.count(o)}" for o in sorted(set(hh.outcomes)))
                 holes_txt.append(f"* {name} {h}: infeasible {hh.first:.4f}-{hh.last:.4f} ({len(hh.ratios)} samples: "
                                  f"{kinds}) between feasible {hh.feasible_below:.4f} and {hh.feasible_above:.4f}")
-    out += ["", "Holes found (in the samples done):", ""] + (holes_txt or ["none"])
-    block = "\n".join(out + ["", "Command:", "", "  .venv/bin/python benchmarks/bench_dtr_dense.py "
-                              + " ".join(x for x in argv if x != "--no-write"), ""])
-    print(block)
-    if not a.no_write:
+            _write_full(out, holes_txt, argv, a.no_write, done=False)
+    _write_full(out, holes_txt, argv, a.no_write, done=True)
+    return 0
+
+
+def _write_full(out, holes_txt, argv, no_write: bool, done: bool) -> None:
+    """The full-scans block so far (rewritten after every scan, so an interrupted run keeps
+    the scans it finished)."""
+    block = "\n".join(out + ([] if done else ["", "(run in progress: the scans above are done)"])
+                      + ["", "Holes found (in the samples done):", ""] + (holes_txt or ["none"])
+                      + ["", "Command:", "", "  .venv/bin/python benchmarks/bench_dtr_dense.py "
+                         + " ".join(x for x in argv if x != "--no-write"), ""])
+    if done:
+        print(block)
+    if not no_write:
         for m in _OLD_FULL:
             _drop_block(m)
         _append_block(FS_MARK, block)
-    return 0
 
 
 ES_MARK = "### Early stop: thrashing replays side by side"
