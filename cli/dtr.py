@@ -148,6 +148,7 @@ def _sweep_command(args, results: str | None) -> str:
              "--repeats", str(args.repeats), "--run-timeout", str(args.run_timeout),
              "--overhead-limit", str(args.overhead_limit), "--refine", args.refine]
     parts += ["--no-share"] if getattr(args, "no_share", False) else []
+    parts += ["--early-stop"] if getattr(args, "early_stop", False) else []
     parts += ["--allocator", args.allocator] if getattr(args, "allocator", "bytes") != "bytes" else []
     parts += ["--dask", args.dask] if args.dask else ["--jobs", str(args.jobs)]
     parts += ["--results", results or "FILE.jsonl", "--resume"]
@@ -217,7 +218,8 @@ def _sweep(args) -> int:
                              jobs=args.jobs, executor=executor, results=args.results, resume=args.resume,
                              refine=args.refine, log=log, fsync=getattr(args, "fsync", False),
                              share=not getattr(args, "no_share", False),
-                             allocator=getattr(args, "allocator", "bytes"))
+                             allocator=getattr(args, "allocator", "bytes"),
+                             early_stop=getattr(args, "early_stop", False))
     except SweepInterrupted as e:
         for i, res in enumerate(e.partial):  # the best result so far: the ratios sampled before Ctrl-C
             if args.json:
@@ -357,6 +359,9 @@ def add_parsers(sub) -> None:
                    help="bytes (default, simrd's byte counting), first-fit, best-fit, caching (address-aware)")
     d.add_argument("--no-share", action="store_true",
                    help="replay every sample (default: samples inside an equal replay's budget interval reuse it)")
+    d.add_argument("--early-stop", action="store_true",
+                   help="stop a replay once it provably cannot end ok (outcome thrash_or_oom: infeasible, the full "
+                        "run ends in remat_exceeded or oom; its clock is the clock at the stop); docs/dtr.md")
     d.add_argument("--repeats", type=int, default=3, help="runs per point next to an outcome change (default 3)")
     d.add_argument("--run-timeout", type=positive_float, default=60.0, help="seconds per run; later: unresolved")
     d.add_argument("--overhead-limit", default="2.0")

@@ -157,3 +157,24 @@ def test_the_proof_does_not_decide_between_thrash_and_oom(every_remat):
     early = Runtime(tr, 230, "dtr", remat_limit=525.0, early_stop=True)
     assert full.run() == "oom" and early.run() == EARLY_OUTCOME
     assert early.pos <= full.pos and early.failure["remat_compute"] + early.failure["lower_bound"] > 525.0
+
+
+def test_cli_sweep_early_stop(tmp_path, capsys):
+    import json
+
+    import memsched.cli.main
+    from memsched.instances.dtr_random import random_trace_lines
+
+    log = tmp_path / "t.log"
+    log.write_text("\n".join(random_trace_lines(20, n_calls=60)) + "\n")
+    args = ["dtr", "sweep", str(log), "--lo", "0.3", "--hi", "1.0", "--resolution", "0.01", "--repeats", "1",
+            "--overhead-limit", "1.2", "--jobs", "1", "--json", "-q"]
+    assert memsched.cli.main.main(args + ["--early-stop"]) == 0
+    early = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert memsched.cli.main.main(args) == 0
+    plain = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert early["params"]["early_stop"] and "early stop on" in early["sampling"]
+    assert any(p["outcome"] == EARLY_OUTCOME for p in early["points"])
+    assert [(p["ratio"], p["outcome"] == "ok") for p in early["points"]] == \
+        [(p["ratio"], p["outcome"] == "ok") for p in plain["points"]]
+    assert early["min_feasible_ratio"] == plain["min_feasible_ratio"]
