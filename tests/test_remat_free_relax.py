@@ -167,3 +167,22 @@ def test_the_cp_driver_claims_hold_with_the_free_relaxation():
     print("free relaxation used", used, "proved", proved)
     assert used >= 6, used
     assert proved >= 1, (proved, used)
+
+
+def test_max_extra_keeps_the_optimum():
+    """With ``max_extra`` = the optimum's extra compute (the driver passes its incumbent's), the
+    pruned relaxation still has a solution at or below the optimum: seeded tiny instances where
+    every schedule within B recomputes, caps 1 and 2."""
+    tried = 0
+    for seed in range(1500):
+        g, B = random_tiny_graph(seed, max_ops=7)
+        if not _usable(g, B):
+            continue
+        for cap in (1, 2):
+            truth = remat(g, B, cap=cap, order="free").compute
+            if truth is None or truth <= g.total_cost():
+                continue
+            tried += 1
+            got = _relaxation_optimum(g, B, cap, max_extra=truth - g.total_cost())
+            assert got is not None and g.total_cost() + got <= truth + 1e-6, (seed, cap, got, truth)
+    assert tried >= 20, tried
