@@ -220,7 +220,8 @@ def hitting_set_bound(graph: Graph, B: int, caps, order: str = "free", *, upto: 
 
 
 def given_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = None, hint=None,
-                           time_limit: float = 10.0, workers: int = 1, seed: int = 0) -> ThresholdBound:
+                           time_limit: float = 10.0, workers: int = 1, seed: int = 0,
+                           build_limit: float | None = None) -> ThresholdBound:
     """A lower bound on compute for the given-order class from the stage relaxation
     (``memsched.formulations.remat_given_relax``; docs/remat.md, "Given-order stage
     relaxation"): every schedule of the class within ``B`` and the finite ``caps`` has
@@ -235,6 +236,9 @@ def given_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = N
         refuting it would be a bug, raised as SolverDisagreement).
     hint : Schedule, optional
         A schedule of the class, hinted to CP-SAT.
+    build_limit : float, optional
+        Seconds the model's build may take (default: half of ``time_limit``); a larger
+        ``time_limit`` then goes to the search only.
 
     Returns
     -------
@@ -258,8 +262,9 @@ def given_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = N
     if caps is None or any(c is None for c in caps) or not all(float(c).is_integer() for c in graph.cost):
         return out
     t0 = time.perf_counter()
-    try:  # the build gets at most half the time
-        rx = build_given_relaxation(graph, B, [int(c) for c in caps], deadline=t0 + time_limit / 2)
+    try:  # the build gets at most half the time, or build_limit
+        rx = build_given_relaxation(graph, B, [int(c) for c in caps],
+                                    deadline=t0 + (time_limit / 2 if build_limit is None else min(build_limit, time_limit)))
     except BuildDeadline as e:
         out.checks.append((0.0, f"relaxation not built: {e.args[0]}", round(time.perf_counter() - t0, 3)))
         return out

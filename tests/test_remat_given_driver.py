@@ -1,0 +1,61 @@
+"""The given-order driver's relaxation phase (solvers/remat/cp.py, ``_given_relaxation``):
+
+* ``proofs.given_relaxation_bound(..., build_limit=...)`` stops the build at its own limit,
+  whatever the search time (the driver gives the search 75 % of the time left but the build
+  only 15 %, so graphs whose relaxation is too big to build stay with the slot model);
+* the driver's given-order answers stay true with the larger search share: on random tiny
+  graphs ``solve_remat(order="given", cap=1)`` is optimal with the referee's value, or
+  infeasible exactly when the referee's class is.
+"""
+from __future__ import annotations
+
+from hypothesis import HealthCheck, Phase, given, settings
+
+from memsched.formulations import evaluate
+from memsched.formulations.problems import first_computations_follow
+from memsched.solvers.remat import cp as cpdrv
+from memsched.solvers.remat.dispatch import solve_remat
+from memsched.solvers.remat.proofs import given_relaxation_bound
+
+from referee import remat
+from referee_strategies import random_tiny_graph, tiny_instances
+
+SET = dict(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
+           phases=[Phase.explicit, Phase.reuse, Phase.generate])
+
+
+def _tiny_with_integer_costs():
+    for seed in range(100):
+        g, B = random_tiny_graph(seed, min_ops=4)
+        if B - g.always_resident() >= 0 and all(float(c).is_integer() for c in g.cost):
+            return g, B
+    raise AssertionError("no seeded tiny graph with integer costs")
+
+
+def test_build_limit_stops_the_build_whatever_the_search_time():
+    g, B = _tiny_with_integer_costs()
+    caps = [1] * g.n_ops
+    built = given_relaxation_bound(g, B, caps, time_limit=20)
+    assert not any("not built" in c[1] for c in built.checks), built.checks
+    cut = given_relaxation_bound(g, B, caps, time_limit=20, build_limit=0.0)
+    assert cut.extra == 0.0 and any("not built" in c[1] for c in cut.checks), cut.checks
+
+
+def test_driver_shares():
+    # the build may take only a part of the relaxation's time: the rest is search
+    assert 0 < cpdrv.RELAX_BUILD_SHARE < cpdrv.RELAX_SHARE < 1
+
+
+@settings(max_examples=25, **SET)
+@given(inst=tiny_instances(max_ops=7))
+def test_given_driver_agrees_with_the_referee(inst):
+    g, B = inst
+    truth = remat(g, B, cap=1, order="given")
+    res = solve_remat(g, B, method="cp", cap=1, order="given", time_limit=60, workers=1)
+    if truth.compute is None:
+        assert res.schedule is None and res.status == "infeasible", (res.status, res.message)
+        return
+    assert res.status == "optimal", (res.status, res.message, truth.compute)
+    assert abs(res.compute - truth.compute) <= 1e-6, (res.compute, truth.compute)
+    ev = evaluate(g, res.schedule)
+    assert ev.peak <= B and max(ev.compute_counts) <= 2 and first_computations_follow(g, res.schedule)
