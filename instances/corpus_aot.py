@@ -28,10 +28,35 @@ import operator
 
 from memsched.formulations import Graph, Operator, Tensor
 
-__all__ = ["SIZES", "capture_joint", "joint_to_graph", "partition_sequence"]
+__all__ = ["SIZES", "capture_joint", "joint_to_graph", "partition_sequence", "model_size", "graph_name"]
 
 #: corpus model -> (batch, sequence) used here (the smaller corpus size of each)
 SIZES = {"resnet50": (2, 0), "gpt2_small": (1, 128), "bert_base": (1, 128), "mobilenet_v3_large": (2, 0)}
+
+
+def model_size(name: str) -> tuple[str, tuple[int, int]]:
+    """(corpus model, (batch, sequence)) of ``name``: a corpus model at its size in SIZES, or
+    ``model@BxS`` (e.g. ``bert_base@2x512``) for another batch and sequence length."""
+    from memsched.formulations import MemschedError
+
+    base, _, size = name.partition("@")
+    if not size:
+        if base not in SIZES:
+            raise MemschedError(f"corpus_aot: no size for {base!r}; known: {', '.join(SIZES)} (or name@BxS)")
+        return base, SIZES[base]
+    try:
+        b, s = (int(x) for x in size.lower().split("x"))
+    except ValueError:
+        raise MemschedError(f"corpus_aot: {name!r}: expected model@BATCHxSEQ, e.g. bert_base@2x512") from None
+    if b < 1 or s < 0:
+        raise MemschedError(f"corpus_aot: {name!r}: batch must be >= 1 and sequence >= 0")
+    return base, (b, s)
+
+
+def graph_name(name: str) -> str:
+    """The memsched graph name of the joint graph of ``name`` (see :func:`model_size`)."""
+    base, (b, s) = model_size(name)
+    return f"{base}_b{b}{f'_s{s}' if s else ''}_aot_joint"
 
 
 def _model(name: str, size: tuple[int, int] | None = None):
@@ -39,6 +64,7 @@ def _model(name: str, size: tuple[int, int] | None = None):
 
     from memsched.instances.extract_models import CORPUS
 
+    name, default = model_size(name) if size is None else (name, size)
     builder, make_input, _ = CORPUS[name]
     torch.manual_seed(0)
     model = builder()
@@ -50,12 +76,13 @@ def _model(name: str, size: tuple[int, int] | None = None):
     for m in model.modules():  # dropout off: the partitioner never recomputes random ops
         if isinstance(m, torch.nn.Dropout):
             m.p = 0.0
-    return model, make_input(*(size or SIZES[name]))
+    return model, make_input(*default)
 
 
 def capture_joint(name: str, model=None, x=None):
     """(joint GraphModule, joint inputs, partition kwargs) of the training step of corpus
-    model ``name`` (or of ``model`` on input ``x`` when given)."""
+    model ``name`` (``model@BxS`` for another size; see :func:`model_size`), or of ``model``
+    on input ``x`` when given."""
     import torch
     from torch._functorch.aot_autograd import aot_function
     from torch._functorch.compile_utils import fx_graph_cse

@@ -81,3 +81,16 @@ def test_recomputation_appears_at_low_knobs(joint):
             fw, bw = min_cut_rematerialization_partition(copy.deepcopy(jm), inputs, **kw)
         counts[knob] = len(partition_sequence(g, fw, bw)) - g.n_ops
     assert counts[0.0] > counts[1.0]
+
+
+def test_model_names_with_a_size():
+    from memsched.formulations import MemschedError
+    from memsched.instances.corpus_aot import SIZES, graph_name, model_size
+
+    assert model_size("resnet50") == ("resnet50", SIZES["resnet50"])
+    assert model_size("bert_base@2x512") == ("bert_base", (2, 512))
+    assert graph_name("bert_base@2x512") == "bert_base_b2_s512_aot_joint"
+    assert graph_name("resnet50") == "resnet50_b2_aot_joint"
+    for bad in ("bert_base@2", "bert_base@0x128", "nosuchmodel"):
+        with pytest.raises(MemschedError):
+            model_size(bad)
