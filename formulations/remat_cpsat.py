@@ -184,7 +184,7 @@ class RematCP:
 
 def build_remat_cp(graph: Graph, budget: int | None, caps: list[int], *, objective: str = "compute",
                    compute_budget: float | None = None, fix_order: list[int] | None = None,
-                   prune_useless: bool = True) -> RematCP:
+                   prune_useless: bool = True, free_after_last_use: bool = False) -> RematCP:
     """Build the CP-SAT model of rematerialization (module docstring).
 
     Parameters
@@ -207,6 +207,10 @@ def build_remat_cp(graph: Graph, budget: int | None, caps: list[int], *, objecti
     prune_useless : bool
         The dominance rule: every extra occurrence serves some computation or is the
         final copy of a required output (removes no schedule that matters; docs/remat.md).
+    free_after_last_use : bool
+        The second dominance rule: each copy of a tensor that is not a required output ends
+        right after the last computation that reads it, or right after it is made when none
+        does (docs/remat.md, "Free after last use"; removes no schedule that matters).
 
     Returns
     -------
@@ -246,6 +250,8 @@ def build_remat_cp(graph: Graph, budget: int | None, caps: list[int], *, objecti
     b.add_dependencies()
     if prune_useless:
         b.add_dominance()
+    if free_after_last_use:
+        b.add_free_after_last_use()
     capacity = b.add_memory(objective, budget)
     div, icost, obj = b.add_objective(objective, capacity, compute_budget)
     info = {"occurrences": b.T, "slots": b.T, "assign_literals": len(b.assign),
@@ -408,6 +414,33 @@ class _Builder:
                 continue
             for k in range(1, self.K[v]):
                 self.md.AddBoolOr(serves.get((v, k), [])).OnlyEnforceIf(self.pres[v][k])
+
+    def add_free_after_last_use(self) -> None:
+        """A copy (u, k) of a tensor j that is not a required output ends right after its last
+        reader: ``e[j][k] == s[c][m] + 1`` for one reader (c, m) assigned to it, or
+        ``e[j][k] == s[u][k] + 1`` (the copy nobody reads is freed at once). With the existing
+        ``e >= s[c][m] + 1`` for every assigned reader this makes e the last reader's slot + 1."""
+        g, md = self.g, self.md
+        readers: dict = {}
+        for (u, k, c, m), x in self.assign.items():
+            for j in g.op_out[u]:
+                if c in g.consumers[j]:
+                    readers.setdefault((j, k), []).append((x, c, m))
+        for v in range(self.n):
+            for j in g.op_out[v]:
+                if j in g.output_idx:
+                    continue
+                for k in range(self.K[v]):
+                    e, sv = self.end[(j, k)], self.start[v][k]
+                    y0 = md.NewBoolVar(f"f_{j}_{k}")
+                    md.Add(e == sv + 1).OnlyEnforceIf(y0)
+                    ys = [y0]
+                    for x, c, m in readers.get((j, k), ()):
+                        y = md.NewBoolVar(f"f_{j}_{k}_{c}_{m}")
+                        md.AddImplication(y, x)
+                        md.Add(e == self.start[c][m] + 1).OnlyEnforceIf(y)
+                        ys.append(y)
+                    md.AddBoolOr(ys).OnlyEnforceIf(self.pres[v][k])
 
     def add_memory(self, objective: str, budget):
         """One cumulative over retention and workspace intervals; returns the capacity

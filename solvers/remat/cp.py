@@ -73,6 +73,9 @@ RELAX_SHARE = 0.75
 RELAX_BUILD_SHARE = 0.15
 # Share of the time left given to the free-order stage relaxation (free order, several orders, finite caps).
 FREE_RELAX_SHARE = 0.8
+# The "free after last use" dominance rule in the slot model (docs/remat.md): off, since it
+# was measured to gain nothing on MobileNet-train 0.9 / 0.8 (given order, 60 s, 2 workers).
+FREE_AFTER_LAST_USE = False
 SOLVER = "remat-cp"
 
 
@@ -180,7 +183,7 @@ class _Solve:
         fix = self.fixed() if fix_order == "model" else fix_order
         self.say("build", f"{objective} model, {'given' if fix is not None else 'free'} order of first computations")
         return build_remat_cp(self.graph, budget, self.ecaps, objective=objective, compute_budget=compute_budget,
-                              fix_order=fix)
+                              fix_order=fix, free_after_last_use=FREE_AFTER_LAST_USE)
 
     def result(self, schedule, *, stop: str, **kw) -> SolveResult:
         """make_result naming this solve's class; ``stop`` is why the solve ended, in words."""
