@@ -416,7 +416,8 @@ def _given_relaxation(s: _Solve) -> SolveResult | None:
     s.say("bounds", "given-order stage relaxation")
     rb = given_relaxation_bound(g, s.B, s.ecaps, upto=upto, hint=s.hint, time_limit=RELAX_SHARE * s.left(),
                                 workers=s.workers, seed=s.seed, build_limit=RELAX_BUILD_SHARE * s.left())
-    s.params["given_relaxation"] = {"extra": rb.extra, "complete": rb.complete, "s": round(time.perf_counter() - t, 3)}
+    s.params["given_relaxation"] = {"extra": rb.extra, "complete": rb.complete, "s": round(time.perf_counter() - t, 3),
+                                    "checks": [list(c) for c in rb.checks]}
     s.floor = max(s.floor, rb.lower_bound)
     if rb.schedule is not None and s.fits(rb.schedule) and \
             evaluate(g, rb.schedule).compute < evaluate(g, s.hint).compute - 1e-9:
