@@ -11,9 +11,16 @@ B = floor(0.6 x P) (memsched's rounding; P = the given order's peak):
   most 2 computations of each operator) at B and at the least unbounded-feasible budget;
 * the refutation-only exhaustive search (witnesses off) at B on n250, to show how far it gets.
 
+With ``--free-bounds ROWS``: the free-order compute lower bound (deliverable 2) side by side,
+``memsched remat --order free --cap 1`` (solve_remat, 60 s, 2 CP-SAT workers) on Checkmate
+train graphs with several topological orders, with and without the free-order stage
+relaxation phase of the cp driver (``_free_relaxation``; docs/remat.md, "Free-order stage
+relaxation"), the two arms of a row run one after the other.
+
 Writes benchmarks/results/remat_lowbudget.json and benchmarks/sections/46-remat-low-budgets.md.
 
     nice .venv/bin/python benchmarks/bench_remat_lowbudget.py [--time-limit 120]
+    nice .venv/bin/python benchmarks/bench_remat_lowbudget.py --free-bounds fcn_8:0.9,fcn_8:0.8,fcn_8:0.7
 """
 from __future__ import annotations
 
@@ -33,6 +40,8 @@ GRAPHS = {
     "rl_n100": "random_layered_n100_w0.27_nlv0.75_ed0.2_scd0.14.json",
     "rl_n250": "random_layered_n250_w0.43_nlv0.75_ed0.2_scd0.14.json",
 }
+CHECKMATE = (ROOT / ".." / "shared" / "data" / "graphs" / "checkmate").resolve()
+FREE_GRAPHS = {"fcn_8": "fcn_8_vgg_32_4166083_train_nx.json", "ResNet50": "ResNet50_256_2242243_train_nx.json"}
 # least cap-1 peaks found before this work (docs/remat.md, "random_layered n100/n250 at 0.6"); not re-run here
 KNOWN_CAP1_PEAK = {"rl_n100": 30350, "rl_n250": 95520}
 
@@ -141,11 +150,67 @@ def probe(name: str, ratios: list, search_s: float) -> None:
     RESULTS.write_text(json.dumps(saved, indent=1, default=str) + "\n")
 
 
+def free_bounds(rows: list, time_limit: float, workers: int) -> dict:
+    """Each row (graph, r) with the cp driver as is ("with") and with its free-order relaxation
+    phase switched off ("without"), one after the other; figures from the result (every
+    schedule re-judged by solve_remat)."""
+    from memsched.instances.formats import load_graph
+    from memsched.solvers.remat import cp as cpmod
+    from memsched.solvers.remat.dispatch import solve_remat
+
+    out = []
+    real = cpmod._free_relaxation
+    for name, r in rows:
+        g = load_graph(str(CHECKMATE / FREE_GRAPHS[name]))
+        row = {"graph": name, "r": r, "load": round(os.getloadavg()[0], 1)}
+        for arm in ("with", "without"):
+            cpmod._free_relaxation = real if arm == "with" else (lambda s: None)
+            try:
+                res = solve_remat(g, r, method="cp", cap=1, order="free", time_limit=time_limit, workers=workers)
+            finally:
+                cpmod._free_relaxation = real
+            row["budget"] = res.params.get("budget")
+            row[arm] = {"status": str(res.status), "compute": res.compute, "lower_bound": res.lower_bound,
+                        "gap": res.extra.get("gap"), "time_to_first_s": res.extra.get("time_to_first_s"),
+                        "time_to_best_s": res.extra.get("time_to_best_s"),
+                        "time_to_proof_s": res.extra.get("time_to_proof_s"), "wall_s": round(res.wall_s, 2),
+                        "free_relaxation": res.params.get("free_relaxation")}
+            print(f"{name} {r} {arm}: {row[arm]['status']} {res.compute} lb {res.lower_bound}", file=sys.stderr,
+                  flush=True)
+        out.append(row)
+    return out
+
+
+def free_section(fb: dict) -> list:
+    def pct(x):
+        return "-" if x is None else f"{100 * x:.3f}"
+
+    L = ["", "## Free-order compute lower bounds (issue 14, deliverable 2)", "",
+         f"Reproduce: `{fb['command']}` ({fb['load']}). `memsched remat GRAPH --budget r --cap 1 --order free "
+         f"--time-limit {fb['time_limit']:g} --workers {fb['workers']}` through solve_remat, side by side in one run: "
+         "`with` is the cp driver as is, `without` has its free-order stage relaxation phase switched off (the driver "
+         "before it). The lower bound holds for every schedule within the budget with at most 2 computations per "
+         "operator, in any order (docs/remat.md, \"Free-order stage relaxation\"). 1-minute load average at the "
+         "start of each row in the last column.", "",
+         "| graph | r | budget | with: status | compute | lower bound | gap % | proof s | without: status | "
+         "compute | lower bound | gap % | load |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in fb["rows"]:
+        w, o = row["with"], row["without"]
+        L.append(f"| {row['graph']} | {row['r']} | {row['budget']} | {w['status']} | {w['compute']:.6g} | "
+                 f"{w['lower_bound']:.6g} | {pct(w['gap'])} | {w['time_to_proof_s'] if w['time_to_proof_s'] is not None else '-'} | "
+                 f"{o['status']} | {o['compute']:.6g} | {o['lower_bound']:.6g} | {pct(o['gap'])} | {row['load']} |")
+    L.append("")
+    for row in fb["rows"]:
+        L.append(f"* {row['graph']} {row['r']}: free relaxation phase {row['with']['free_relaxation']}.")
+    return L
+
+
 def res_tl(res: dict) -> float:
     return next(iter(res.values())).get("time_limit", 60.0)
 
 
-def write_section(res: dict, cmd: str, load: str) -> None:
+def write_section(res: dict, cmd: str, load: str, fb: dict | None = None) -> None:
     L = ["## Low budgets: random_layered n100 / n250 at r = 0.6", "",
          f"Reproduce: `{cmd}` (results: benchmarks/results/remat_lowbudget.json). Machine: 2 CPU cores shared with "
          f"other jobs ({load}); one run. Methods: solvers/remat/lowbudget.py; proofs: docs/remat-low-budgets.md.",
@@ -183,6 +248,8 @@ def write_section(res: dict, cmd: str, load: str) -> None:
             L.append(f"  Refutation-only exhaustive search at B: {row['refute_only']}.")
         L.append(f"  Unbounded search at B: {row['unbounded']['reason']} {row['unbounded']['stats']}.")
     L.append("")
+    if fb:
+        L += free_section(fb)
     SECTION.write_text("\n".join(L) + "\n")
 
 
@@ -194,11 +261,30 @@ def main() -> None:
                     help="extra unbounded-recomputation probes on one instance at ratios R (added to the saved "
                          "results, with --probe-s seconds of search each)")
     ap.add_argument("--probe-s", type=float, default=250.0)
+    ap.add_argument("--free-bounds", metavar="ROWS",
+                    help="free-order lower bounds with and without the free-order relaxation, e.g. fcn_8:0.9,fcn_8:0.8 "
+                         "(saved with the other results; the low-budget rows are not re-run)")
+    ap.add_argument("--free-time-limit", type=float, default=60.0)
+    ap.add_argument("--workers", type=int, default=2)
     a = ap.parse_args()
     if not DATA.is_dir():
         sys.exit(f"{DATA} is absent")
     if a.probe:
         probe(a.probe[0], [float(x) for x in a.probe[1:]], a.probe_s)
+        a.report = True
+    if a.free_bounds:
+        rows = [(x.split(":")[0], float(x.split(":")[1])) for x in a.free_bounds.split(",")]
+        load0 = os.getloadavg()[0]
+        fbr = free_bounds(rows, a.free_time_limit, a.workers)
+        saved = json.loads(RESULTS.read_text())
+        saved["free_bounds"] = {
+            "rows": fbr, "time_limit": a.free_time_limit, "workers": a.workers,
+            "command": f"nice .venv/bin/python benchmarks/bench_remat_lowbudget.py --free-bounds {a.free_bounds}"
+                       + (f" --free-time-limit {a.free_time_limit:g}" if a.free_time_limit != 60.0 else "")
+                       + (f" --workers {a.workers}" if a.workers != 2 else ""),
+            "load": f"1-minute load average {load0:.1f} at start, {os.getloadavg()[0]:.1f} at end; "
+                    f"Python {platform.python_version()}"}
+        RESULTS.write_text(json.dumps(saved, indent=1, default=str) + "\n")
         a.report = True
     if a.report:
         saved = json.loads(RESULTS.read_text())
@@ -213,7 +299,8 @@ def main() -> None:
                                       default=str) + "\n")
     cmd = "nice .venv/bin/python benchmarks/bench_remat_lowbudget.py" + \
         (f" --time-limit {a.time_limit:g}" if a.time_limit != 120.0 else "")
-    write_section(res, cmd, load)
+    saved = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    write_section(res, cmd, load, saved.get("free_bounds"))
     print(SECTION.read_text())
 
 
