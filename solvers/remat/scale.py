@@ -376,6 +376,11 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
             if ev.peak <= B and (best is None or ev.compute < best[0]):
                 best = (ev.compute, s, f"two-phase checkpointing from the {name} order split at {k} ({mode} greedy"
                         + (f", gap {gap})" if gap is not None else ")"))
+                if ev.recomputations == 0:  # every operator once: nothing can be cheaper
+                    best = (ev.compute, s, f"the {name} order fits the budget without recomputation")
+                    break
+        if best is not None and best[1] is not None and evaluate(g, best[1]).recomputations == 0:
+            break
     lb = bound.lower_bound
     extra = {"final_state_floor": floor, "bound_checks": bound.checks, "bound_complete": bound.complete,
              "searches": tried}
