@@ -707,6 +707,89 @@ def pair_bound(g: Graph, orders=None, base: int | None = None, time_budget: floa
     return best
 
 
+# ------------------------------------------------------- last of a set
+def last_of_set_value(g: Graph, X, *, floor: int | None = None, ts: "TrapSolver | None" = None,
+                      out_of_time=None) -> int | None:
+    """The least memory, over all orders, while the last-run operator of the set ``X``
+    runs (docs/bounds.md, section 4a): the minimum over the maximal operators w of X (no
+    descendant in X) of the trap value of w with ``X - {w}`` forced before it.
+
+    With ``floor``: stops and returns None as soon as some w gives a value ``<= floor``
+    (the set cannot raise a bound that is already ``floor``); also None when
+    ``out_of_time()`` becomes true. One minimum cut per maximal operator of X."""
+    X = sorted(set(X))
+    if not X:
+        return None
+    ts = ts or trap_solver(g)
+    xmask = 0
+    for u in X:
+        xmask |= 1 << u
+    best = None
+    for w in X:
+        if out_of_time is not None and out_of_time():
+            return None
+        rest = xmask & ~(1 << w)
+        if ts.closure_out(1 << w) & rest:
+            continue  # w has a descendant in X: it never runs last among X
+        val = ts.trap(w, extra_in=rest)
+        if val is None:
+            continue
+        if best is None or val < best:
+            best = val
+        if floor is not None and best <= floor:
+            return None
+    return best
+
+
+def last_of_set_bound(g: Graph, orders=None, base: int | None = None, *, time_budget: float = 2.0,
+                      max_sets: int = 16, info: dict | None = None) -> int:
+    """max(base, max over the sets X_t of :func:`last_of_set_value`), where X_t is the set
+    of operators producing a required output of at least t bytes, for the ``max_sets``
+    largest such sizes t. On training graphs X_t is "every weight gradient of at least t
+    bytes": at the moment the last of them runs, all of them are resident with the
+    parameters, and the minimum cut decides which smaller gradients can still wait (their
+    inputs held instead). A set whose last operator in some known order already runs at
+    or below the bound is skipped (it cannot raise it). Sound at any stop: each value is
+    the least memory of some moment of every order; ``time_budget`` checked before every
+    minimum cut."""
+    t0 = time.perf_counter()
+    best = base if base is not None else max(initial_bound(g), final_bound(g))
+    n = g.n_ops
+    if n == 0:
+        return best
+    ts = trap_solver(g)
+    sizes = sorted({g.size[j] for j in g.output_idx if g.producer[j] != -1}, reverse=True)[:max_sets]
+    mems = [order_step_memory(g, o) for o in (orders or [g.given_order()])]
+    poss = []
+    for o in (orders or [g.given_order()]):
+        pos = [0] * n
+        for k, v in enumerate(o):
+            pos[v] = k
+        poss.append(pos)
+
+    def out_of_time() -> bool:
+        return time.perf_counter() - t0 > time_budget
+
+    tried, complete = 0, True
+    for t in sizes:
+        if out_of_time():
+            complete = False
+            break
+        X = sorted({g.producer[j] for j in g.output_idx if g.producer[j] != -1 and g.size[j] >= t})
+        # in a known order the last operator of X runs with memory >= the value: skip if <= best
+        if any(mem[max(X, key=pos.__getitem__)] <= best for mem, pos in zip(mems, poss)):
+            continue
+        tried += 1
+        val = last_of_set_value(g, X, floor=best, ts=ts, out_of_time=out_of_time)
+        if val is not None and val > best:
+            best = val
+        elif val is None and out_of_time():
+            complete = False
+            break
+    _note(info, complete=complete, sets=tried)
+    return best
+
+
 # ----------------------------------------------------------------- report
 def _heuristic_orders(g: Graph) -> list[list[int]]:
     """Cheap known orders used only to skip operators whose trap cannot matter."""
@@ -747,6 +830,8 @@ def bound_report(g: Graph, *, pair_budget: float = 0.3, shave_budget: float = 0.
     tr = timed("trap", lambda inf: trap_bound(g, orders, time_budget=trap_budget, info=inf))
     timed("reverse", lambda inf: reverse_bound(g, orders, time_budget=trap_budget, info=inf))
     pb = timed("pair", lambda inf: pair_bound(g, orders, base=tr, time_budget=pair_budget, info=inf))
+    timed("last_of_set", lambda inf: last_of_set_bound(g, orders, base=initial_bound(g), time_budget=max(pair_budget, 1.0),
+                                                       info=inf))
     if shave_budget > 0 and g.n_ops:
         ub = min(step_max for step_max in (max(step_memory(g, o)) for o in orders))
         timed("precedence", lambda inf: precedence_bound(g, pb, ub, time_budget=shave_budget, info=inf))

@@ -727,6 +727,16 @@ def _bounds_and_heuristics(run: _Run, pair_budget: float | None) -> bool:
         if run.certified():
             run.by = "bounds"
             return True
+    t = time.perf_counter()
+    ls = B.last_of_set_bound(g, [run.order, g.given_order()], base=run.lb,
+                             time_budget=min(5.0, 0.05 * run.time_limit))
+    info["bounds"]["last_of_set"] = ls
+    if ls > run.lb:
+        run.lb = ls
+        run.say(f"last-of-set bound raises the lower bound to {ls} B ({time.perf_counter() - t:.2f}s)")
+        if run.certified():
+            run.by = "bounds"
+            return True
     return False
 
 
