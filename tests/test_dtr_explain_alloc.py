@@ -8,7 +8,7 @@ from memsched.formulations import MemschedError
 from memsched.instances.dtr_random import random_trace
 from memsched.instances.dtr_trace import parse_trace_lines
 from memsched.solvers.dtr.allocator import replay_alloc
-from memsched.solvers.dtr.explain import explain_alloc, format_alloc_explanation
+from memsched.solvers.dtr.explain import explain_alloc, format_alloc_explanation, least_resident_window
 from memsched.solvers.dtr.replay import replay
 from dtr_lines import J, call1 as call, const, release
 
@@ -40,12 +40,12 @@ def test_address_aware_fails_where_bytes_succeed_and_the_missing_block_is_explai
     assert d["bytes_run"]["outcome"] == "ok"
     assert d["missing_block"] == {"op": "fd/4", "requested": 50, "request_sizes": [50], "free_total": 70,
                                   "largest_free": 40, "memory": 30, "budget": 100}
-    # the 50-byte window with the fewest resident bytes: [10,60) = 30 B free + B (ties with
-    # [40,90): lowest address); B split the block
-    assert d["window"] == {"segment": None, "address": 10, "bytes": 50, "free_pieces": [(10, 30)],
-                           "resident_bytes": 20}
+    # the 50-byte window overlapping the fewest resident bytes: [50,100) = the last 10 B of
+    # B + the 40 B free block; B split the block
+    assert d["window"] == {"segment": None, "address": 50, "bytes": 50, "free_pieces": [(60, 40)],
+                           "resident_bytes": 10}
     (fr,) = d["fragmenters"]
-    assert (fr["tensor"], fr["op"], fr["bytes"], fr["address"]) == ("B", "fb/2", 20, 40)
+    assert (fr["tensor"], fr["op"], fr["bytes"], fr["address"], fr["in_window"]) == ("B", "fb/2", 20, 40, 10)
     assert fr["why_resident"] == "operand of fd/4 (the failing operator)"
     # the interventions are replays: pinning B or evicting it first changes nothing (no
     # eviction happens before D); coop cannot clear a window either
@@ -94,7 +94,8 @@ def test_interventions_equal_independent_replays():
                 d = explain_alloc(tr, ratio, alloc, max_pins=3)
                 w = d["window"]
                 for x in d["fragmenters"]:
-                    assert w["address"] <= x["address"] < w["address"] + w["bytes"]
+                    assert x["address"] < w["address"] + w["bytes"] and x["address"] + x["bytes"] > w["address"]
+                    assert 0 < x["in_window"] <= x["bytes"]
                     if "storage" in x:
                         assert x["why_resident"] != "evictable"
                 names = {n: i for i, n in enumerate(tr.tensor_names)}
@@ -171,3 +172,23 @@ def test_first_block_eviction_is_where_the_run_leaves_byte_counting():
             assert "first eviction for want of a block" in format_alloc_explanation(d)
             seen += 1
     assert seen > 0
+
+
+def test_least_resident_window_equals_brute_force():
+    import random
+
+    rng = random.Random(11)
+    for _ in range(400):
+        blocks, a = [], 0
+        for _ in range(rng.randint(1, 8)):
+            n = rng.randint(1, 9)
+            blocks.append((a, n, rng.random() < 0.6))
+            a += n
+        size = rng.randint(1, a + 2)
+        want = None
+        for start in range(0, a - size + 1):
+            over = [(min(start + size, b + n) - max(start, b)) for b, n, u in blocks if u]
+            over = [o for o in over if o > 0]
+            cand = (sum(over), len(over), start)
+            want = cand if want is None or cand < want else want
+        assert least_resident_window(blocks, size) == want

@@ -22,11 +22,13 @@
 """
 from __future__ import annotations
 
+import bisect
+
 from memsched.formulations import MemschedError
 
 from .replay import budget_for, load_trace, replay
 
-__all__ = ["explain", "explain_alloc", "format_alloc_explanation"]
+__all__ = ["explain", "explain_alloc", "format_alloc_explanation", "least_resident_window"]
 
 
 def _evictions(rt):
@@ -357,6 +359,40 @@ def _unevictable_reason(rt, s: int, failure: dict) -> str:
     return "operand of " + ", ".join(names)
 
 
+def least_resident_window(blocks, size: int):
+    """The window of ``size`` bytes of a tiling (``(address, length, used)`` in address
+    order) that overlaps the fewest used bytes; ties: the fewest used blocks, then the
+    lowest address. Returns ``(used bytes, used blocks, address)`` or None when the tiling
+    is shorter than ``size``.
+
+    The used bytes in ``[a, a + size)`` are piecewise linear in ``a`` with breakpoints where
+    the window's start or end meets a block boundary, so a minimum is reached at a start
+    ``a`` that is a block's start or a block's end minus ``size``; those are the candidates.
+    """
+    if not blocks:
+        return None
+    end = blocks[-1][0] + blocks[-1][1]
+    starts = [b[0] for b in blocks]
+    cands = sorted({b[0] for b in blocks} | {b[0] + b[1] - size for b in blocks})
+    best = None
+    for a in cands:
+        if a < blocks[0][0] or a + size > end:
+            continue
+        k = bisect.bisect_right(starts, a) - 1
+        used = nb = 0
+        while k < len(blocks) and blocks[k][0] < a + size:
+            b0, ln, u = blocks[k]
+            if u:
+                ov = min(a + size, b0 + ln) - max(a, b0)
+                if ov > 0:
+                    used += ov
+                    nb += 1
+            k += 1
+        if best is None or (used, nb, a) < best:
+            best = (used, nb, a)
+    return best
+
+
 def explain_alloc(trace, budget: float, allocator: str = "best-fit", heuristic: str = "dtr",
                   overhead_limit: float = 2.0, *, intervene: bool = True, max_pins: int = 20) -> dict:
     """Explain an address-aware failure at ratio ``budget`` under ``allocator``.
@@ -368,8 +404,8 @@ def explain_alloc(trace, budget: float, allocator: str = "best-fit", heuristic: 
     * ``missing_block``: the request, the free total, the largest free block, the bytes in
       use and the budget;
     * ``window``: the ``request``-byte window of the arena (segment, under ``caching``)
-      holding the fewest resident bytes (ties: lowest address): the free pieces in it would
-      have formed the block but for the resident blocks between them, the
+      overlapping the fewest resident bytes (:func:`least_resident_window`): the free
+      pieces in it would have formed the block but for the resident blocks in it, the
       ``fragmenters`` (storage, tensor, producing operator, bytes, address, and why it could
       not be evicted: pinned, or an operand of the failing operator or of an outer cascade
       frame);
@@ -379,7 +415,7 @@ def explain_alloc(trace, budget: float, allocator: str = "best-fit", heuristic: 
       heuristic (arenas; when not already used), each with its outcome; ``rescues`` lists
       those that complete.
     """
-    from .allocator import ALLOCATORS, cheapest_window, replay_alloc
+    from .allocator import ALLOCATORS, replay_alloc
 
     if allocator not in ALLOCATORS or allocator == "bytes":
         raise MemschedError(f"explain --allocator: expected first-fit, best-fit or caching, got {allocator!r}")
@@ -410,7 +446,8 @@ def explain_alloc(trace, budget: float, allocator: str = "best-fit", heuristic: 
     out["missing_block"] = {"op": tr.ops[f["op"]].name, "requested": f["requested"],
                             "request_sizes": f["request_sizes"], "free_total": f["free_total"],
                             "largest_free": f["largest_free"], "memory": f["memory"], "budget": f["budget"]}
-    # the window of `requested` bytes holding the fewest resident bytes, per arena / segment
+    # the window of `requested` bytes overlapping the fewest resident bytes (then the fewest
+    # resident blocks, then the lowest address), per arena / segment
     lay = f["layout"]
     groups: dict = {}
     for e in lay:
@@ -418,24 +455,27 @@ def explain_alloc(trace, budget: float, allocator: str = "best-fit", heuristic: 
         groups.setdefault(key, []).append(e)
     best = None
     for key, es in groups.items():
-        blocks = [(e[-4], e[-3], 0 if e[-2] == "free" else e[-3]) for e in es]
-        w = cheapest_window(blocks, f["requested"])
-        if w is not None and (best is None or w[0] < best[0]):
-            best = (w[0], key, es[w[1]:w[2]])
+        blocks = [(e[-4], e[-3], e[-2] == "used") for e in es]
+        w = least_resident_window(blocks, f["requested"])
+        if w is not None and (best is None or w[:2] < best[0][:2]):
+            best = (w, key, es)
     if best is not None:
-        resident, key, es = best
-        frag = []
+        (resident, _nb, a), key, es = best
+        n = f["requested"]
+        frag, pieces = [], []
         for e in es:
-            if e[-2] != "used":
+            lo, hi = max(a, e[-4]), min(a + n, e[-4] + e[-3])
+            if lo >= hi:
                 continue
-            s = e[-1]
-            d = {"address": e[-4], "bytes": e[-3], "segment": key}
-            if s is not None:
-                d.update(_storage_desc(rt, s))
-                d["why_resident"] = _unevictable_reason(rt, s, f)
+            if e[-2] == "free":
+                pieces.append((e[-4], e[-3]))
+                continue
+            d = {"address": e[-4], "bytes": e[-3], "in_window": hi - lo, "segment": key}
+            if e[-1] is not None:
+                d.update(_storage_desc(rt, e[-1]))
+                d["why_resident"] = _unevictable_reason(rt, e[-1], f)
             frag.append(d)
-        out["window"] = {"segment": key, "address": es[0][-4], "bytes": f["requested"],
-                         "free_pieces": [(e[-4], e[-3]) for e in es if e[-2] == "free"],
+        out["window"] = {"segment": key, "address": a, "bytes": n, "free_pieces": pieces,
                          "resident_bytes": resident}
         out["fragmenters"] = frag
     if not intervene:
@@ -493,11 +533,12 @@ def format_alloc_explanation(d: dict) -> str:
         L.append(f"the block would have been {where}[{w['address']}, {w['address'] + w['bytes']}): free pieces "
                  f"{pieces}, split by {len(d['fragmenters'])} resident block(s) ({w['resident_bytes']} B):")
         for x in d["fragmenters"]:
+            part = "" if x["in_window"] == x["bytes"] else f", {x['in_window']} B of it in the window"
             if "tensor" in x:
-                L.append(f"  {x['address']} {x['bytes']} B {x['tensor']} = {x['op']} (compute {x['compute']}): "
+                L.append(f"  {x['address']} {x['bytes']} B{part} {x['tensor']} = {x['op']} (compute {x['compute']}): "
                          f"{x['why_resident']}")
             else:
-                L.append(f"  {x['address']} {x['bytes']} B (an output of the failing operator)")
+                L.append(f"  {x['address']} {x['bytes']} B{part} (an output of the failing operator)")
     for it in d.get("interventions", []):
         L.append(f"intervention: {it['what']} -> {it['outcome']} (clock {it['clock']}, evictions {it['evictions']})")
     if "interventions" in d:
