@@ -245,7 +245,13 @@ def write_section(rows: list[dict], header: dict) -> None:
                 hole_lines.append(f"* {t} {m}: infeasible {h.first:.3f}-{h.last:.3f} ({len(h.ratios)} samples: "
                                   f"{', '.join(sorted(set(h.outcomes)))}) between feasible {h.feasible_below:.3f} "
                                   f"and {h.feasible_above:.3f}")
-    L += ["", "Holes among the samples:", ""] + (hole_lines or ["* none"])
+    L += ["", "Reading the table: the 0.01 and 0.001 scans sit below each mode's own smallest feasible grid point, "
+          "so the hole counts are not a like-for-like comparison across modes (the dense table below is, on its "
+          "range). `vs bytes` below 1 means that mode completed at a smaller sampled budget than byte-counting "
+          "`dtr`: a different eviction rule, not a looser memory model (an arena never holds more than the budget; "
+          "every row's peak was checked <= budget). `coop` here is Coop's sliding window only, without its cheap-"
+          "tensor partitioning or in-place recomputation.", "",
+          "Holes among the samples:", ""] + (hole_lines or ["* none"])
     # coop vs dtr under the same arena: compute at the ratios where both complete
     L += ["", "### coop vs dtr under the same arena", "",
           "Same samples, same process: the ratios where both heuristics complete; compute overhead = clock / "
