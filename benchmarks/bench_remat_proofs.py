@@ -54,6 +54,10 @@ GRAPHS = {
     "rl_n250": "random_layered/random_layered_n250_w0.43_nlv0.75_ed0.2_scd0.14.json",
 }
 RATIOS = (0.9, 0.8, 0.7, 0.6)
+# graphs whose schedules are run by `memsched run` on numpy (--run-check): the VGG and fcn_8 rows
+RUN_CHECK = ("VGG16", "VGG19", "fcn_8")
+RUN_CHECK_FILES = {Path(GRAPHS[g]).name for g in RUN_CHECK}
+RUN_SCALE = 64  # tensor sizes divided by this (rounded up) so that the programs fit in memory
 ROWS_23 = ("VGG16:0.9,VGG19:0.9,VGG19:0.8,fcn_8:0.9,fcn_8:0.8,fcn_8:0.7,segnet:0.9,segnet:0.8,vgg_unet:0.9,"
            "vgg_unet:0.8,rl_n100:0.9,rl_n100:0.6,rl_n250:0.6,MobileNet:0.9,ResNet50:0.9,VGG16:0.8,VGG19:0.7,VGG19:0.6,"
            "fcn_8:0.6,rl_n250:0.9,rl_n100:0.8,rl_n250:0.8,MobileNet:0.8")
@@ -152,7 +156,37 @@ def run_memsched(path, r, order, time_limit, workers) -> dict:
             "time_to_first_s": ex.get("time_to_first_s"), "time_to_best_s": ex.get("time_to_best_s"),
             "time_to_proof_s": ex.get("time_to_proof_s"), "peak": res.peak, "baseline": g.total_cost(),
             "scope": res.scope, "class_status": res.class_status, "message": (res.message or "")[:200],
-            "stopped": res.params.get("stop"), "given_relaxation": res.params.get("given_relaxation")}
+            "stopped": res.params.get("stop"), "given_relaxation": res.params.get("given_relaxation"),
+            # kept for the `memsched run` check (--run-check) on the graphs it covers
+            "schedule": (res.schedule.to_names(g)
+                         if res.schedule is not None and Path(path).name in RUN_CHECK_FILES else None)}
+
+
+# ------------------------------------------------------------------ memsched run (numpy)
+def run_check(path: str, schedule: list, tag: str) -> dict:
+    """Emit ``schedule`` as a numpy program with ``memsched run``, run it and compare the realized
+    peak with the modeled one (both at ``RUN_SCALE``); the command exits 1 when they differ."""
+    import tempfile
+
+    exe = str(ROOT / ".venv" / "bin" / "memsched")
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"format": "memsched-schedule", "version": 1, "events": schedule}, f)
+        sched_file = f.name
+    cmd = [exe, "run", path, sched_file, "--backend", "numpy", "--scale", str(RUN_SCALE), "--max-bytes",
+           str(2 ** 31), "--json"]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return {"run_status": "timeout"}
+    finally:
+        os.unlink(sched_file)
+    try:
+        d = json.loads(p.stdout)
+    except ValueError:
+        return {"run_status": "error", "rc": p.returncode, "error": (p.stderr or p.stdout)[-300:]}
+    return {"run_status": "ran", "rc": p.returncode, "match": d.get("match"), "modeled_peak": d.get("modeled_peak"),
+            "realized_peak": d.get("realized_peak"), "modeled_peak_unscaled": d.get("modeled_peak_unscaled"),
+            "recomputations": d.get("recomputations"), "scale": RUN_SCALE, "of": tag}
 
 
 # ------------------------------------------------------------------ report
@@ -185,6 +219,27 @@ def _t(x):
     return "-" if x is None else f"{x:.1f}"
 
 
+def _optimal_medians(both) -> str:
+    opt = [b for b in both if b[4] == "optimal"]
+    if not opt:
+        return "* Rows both prove optimal: none timed."
+    return (f"* Over the {len(opt)} rows both prove optimal (infeasible rows left out): median memsched time to proof "
+            f"{statistics.median(b[2] for b in opt):.1f} s, median Moccasin wall time "
+            f"{statistics.median(b[3] for b in opt):.1f} s, median ratio "
+            f"{statistics.median(b[2] / max(1e-3, b[3]) for b in opt):.2f}.")
+
+
+def _loads(res: dict) -> str:
+    """The load averages (1 min) at the start of the rows of each tool's latest run, in words."""
+    out = []
+    for tool in ("given", "free", "moccasin"):
+        ls = [d["load1"] for k, d in res.items() if k[2] == tool and d.get("load1") is not None]
+        if ls:
+            out.append(f"`{tool}` rows started at load {min(ls):.1f}-{max(ls):.1f} ({len(ls)} rows recorded)")
+    return ("Load average (1 min) at the start of each row: " + "; ".join(out) + "." if out
+            else "The load average was not recorded for these rows.")
+
+
 def write_section(res: dict, cmd: str, time_limit, workers) -> None:
     keys = sorted({(g, r) for g, r, _t in res}, key=lambda k: (list(GRAPHS).index(k[0]), -k[1]))
     cmds: list = []
@@ -192,7 +247,7 @@ def write_section(res: dict, cmd: str, time_limit, workers) -> None:
         c = res[key].get("cmd") or EARLIER_RUN
         if c not in cmds:
             cmds.append(c)
-    if cmd not in cmds:
+    if cmd is not None and cmd not in cmds:
         cmds.append(cmd)
     lines = ["## Remat to proven optimality, side by side with Moccasin", "",
              "Reproduce (the commands that produced the rows shown, in order; each runs only what its "
@@ -200,22 +255,23 @@ def write_section(res: dict, cmd: str, time_limit, workers) -> None:
              + " (results: benchmarks/results/remat_proofs.jsonl). "
              f"{time_limit:g} s per instance for memsched (each order), {time_limit:g} s per phase for Moccasin, "
              f"{workers} CP-SAT workers for both, `--cap 1` (at most 2 computations per operator). "
-             "The machine (2 cores) was shared with other jobs during the run, so times are noisy. "
-             "Each row and tool shows the last command that ran it; the Moccasin column, and the `free` column of the "
-             "rows the later commands did not re-run, come from the first, full run (03:00-03:48 UTC, before the "
-             "given-order stage relaxation, which the free-order path uses only on graphs with one topological order).",
+             "The machine (2 cores) was shared with five other helpers' jobs during every run, so times are noisy: "
+             + _loads(res) + " "
+             "Each row and tool shows the last command that ran it (the jsonl keeps every run, with the time it "
+             "started and the load average then).",
              "",
              "The `given` columns answer `--order given`: their `optimal`/`infeasible` hold for the given-order class "
              "(first computations in the given order, recomputations anywhere, at most 2 computations per operator), "
-             "never for free order; the `free` columns answer `--order free`. `given, earlier run` is the first result "
-             "of the same row in benchmarks/results/remat_proofs.jsonl (its first line, kept by `--rerun given`), i.e. before the "
-             "given-order stage relaxation (docs/remat.md) and the objective-floor domain were added.", "",
+             "never for free order; the `free` columns answer `--order free`. `given, first run` is the first result "
+             "of the same row in benchmarks/results/remat_proofs.jsonl (kept by `--rerun given`): for the 23 rows of "
+             "the first table the run before the given-order stage relaxation existed (03:00-03:48 UTC), for the 13 "
+             "rows added later the run before the relaxation got its larger time share (07:06-07:20 UTC).", "",
              "Only the rows listed ran. memsched budgets are floor(r x P) in memsched's memory model; Moccasin's are "
              "ceil(r x its topological-order memory) in its own (operator outputs only), listed as `B (Moccasin)`. "
              "Moccasin's model fixes every computation to a stage event (use_stage=True), i.e. Checkmate's stage class, "
              "which is narrower than the given-order class memsched decides; its optimum can be higher "
              "(tests/test_remat_given_cp.py checks stage >= given by brute force).", "",
-             "| graph | r | budget | given: value | given: status | given: proof s | given, earlier run: status / "
+             "| graph | r | budget | given: value | given: status | given: proof s | given, first run: status / "
              "proof s | free: value | free: status | "
              "free: lower bound | free: gap % | free: first / best s | B (Moccasin) | Moccasin: value | "
              "Moccasin: status | Moccasin: s |",
@@ -239,7 +295,7 @@ def write_section(res: dict, cmd: str, time_limit, workers) -> None:
         if mv.get("status") in ("OPTIMAL", "INFEASIBLE") and gv.get("status") not in ("optimal", "infeasible"):
             only_m.append(f"{g} {r:g}")
         if gv.get("status") in ("optimal", "infeasible") and mv.get("status") in ("OPTIMAL", "INFEASIBLE"):
-            both.append((g, r))
+            both.append((g, r, gv.get("time_to_proof_s") or 0.0, mv.get("wall_s") or 0.0, gv.get("status")))
             ratios_t.append((gv.get("time_to_proof_s") or 0.0) / max(1e-3, mv.get("wall_s") or 1e-3))
     gvals = [res[k] for k in res if k[2] == "given"]
     fvals = [res[k] for k in res if k[2] == "free"]
@@ -251,10 +307,54 @@ def write_section(res: dict, cmd: str, time_limit, workers) -> None:
               f"{'-' if not gaps else f'{100 * statistics.median(gaps):.3f} %'} ({len(gaps)} rows).",
               f"* Rows both memsched (given) and Moccasin decide: {len(both)}"
               + ("" if not ratios_t else f"; median ratio of memsched's time to proof to Moccasin's wall time "
-                                         f"{statistics.median(ratios_t):.2f}"),
+                                         f"{statistics.median(ratios_t):.2f}; median times "
+                                         f"{statistics.median(b[2] for b in both):.1f} s against "
+                                         f"{statistics.median(b[3] for b in both):.1f} s"),
+              _optimal_medians(both),
               f"* Rows both prove optimal: {len(same)}, with identical values on {sum(same)}.",
               "* Rows Moccasin decides (in its stage class) and memsched `--order given` does not within the limit: "
               + (", ".join(only_m) if only_m else "none") + ".", ""]
+    open_rows = [(g, r, res[(g, r, "given")]) for g, r in keys if (g, r, "given") in res
+                 and res[(g, r, "given")].get("status") not in ("optimal", "infeasible")]
+    if open_rows:
+        lines += ["### `--order given`: the rows left open, and what is missing", "",
+                  "`missing` says which side did not close: `bound` (a schedule within the budget is known, the lower "
+                  "bound did not reach it), `schedule` (no schedule within the budget found, and no refutation). "
+                  "`relaxation` is the given-order stage relaxation's part: its proven extra compute over the baseline, "
+                  "whether it was solved, its seconds (`-`: it did not run, as when no schedule was found first).", "",
+                  "| graph | r | value | lower bound | gap % | missing | relaxation: extra / solved / s | note |",
+                  "|" + "---|" * 8]
+        for g, r, d in open_rows:
+            rx = d.get("given_relaxation") or {}
+            rxs = ("-" if not rx else f"{_v(rx.get('extra'))} / {'yes' if rx.get('complete') else 'no'} / "
+                   f"{_t(rx.get('s'))}" + (" (not built)" if any("not built" in str(c) for c in rx.get("checks", ()))
+                                           else ""))
+            gap = d.get("gap")
+            lines.append(f"| {g} | {r:g} | {_v(d.get('value'))} | {_v(d.get('lower_bound'))} | "
+                         f"{'-' if gap is None else f'{100 * gap:.3f}'} | "
+                         f"{'bound' if d.get('value') is not None else 'schedule'} | {rxs} | "
+                         f"{(d.get('message') or '').replace('|', '/')[:120]} |")
+        lines.append("")
+    runs = [((g, r, t), res[(g, r, t)]) for g, r in keys for t in ("run:given", "run:free") if (g, r, t) in res]
+    if runs:
+        lines += ["### The schedules run (`memsched run`, numpy)", "",
+                  f"Each stored schedule of the {', '.join(RUN_CHECK)} rows emitted as a numpy program and run "
+                  f"(`memsched run GRAPH SCHEDULE --backend numpy --scale {RUN_SCALE}`: tensor sizes divided by "
+                  f"{RUN_SCALE}, rounded up, so the programs fit in memory), realized peak (every numpy allocation) "
+                  "against the evaluator's peak of the same scaled graph; `--run-check` of the script. A check whose "
+                  "schedule is no longer the row's (a later re-run) is marked stale.", "",
+                  "| graph | r | order | compute | peak (model, unscaled) | modeled peak (scaled) | realized peak | "
+                  "realized = modeled |", "|" + "---|" * 8]
+        nmatch = 0
+        for (g, r, tool), c in runs:
+            row = res.get((g, r, tool.split(":")[1]), {})
+            stale = row.get("value") != c.get("value") or row.get("peak") != c.get("peak")
+            ok = c.get("match") is True and c.get("rc") == 0
+            nmatch += ok and not stale
+            lines.append(f"| {g} | {r:g} | {tool.split(':')[1]} | {_v(c.get('value'))} | {_v(c.get('modeled_peak_unscaled'))}"
+                         f" | {_v(c.get('modeled_peak'))} | {_v(c.get('realized_peak'))} | "
+                         f"{'yes' if ok else 'NO (' + str(c.get('run_status')) + ')'}{' (stale)' if stale else ''} |")
+        lines += ["", f"* {nmatch} of {len(runs)} schedules run with realized peak = modeled peak.", ""]
     SECTION.write_text("\n".join(lines) + "\n")
 
 
@@ -269,6 +369,8 @@ def main(argv=None) -> int:
                     help="a Python with the OR-Tools Moccasin was written for (9.7; 9.15 rejects its generators)")
     ap.add_argument("--moccasin-one", nargs=5, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--run-check", action="store_true",
+                    help="after the solves, run each stored VGG/fcn_8 schedule with `memsched run` on numpy")
     ap.add_argument("--rerun", default="", help="comma list of tools to run again on the rows although results exist "
                                                 "(the earlier result stays in the file and in the table)")
     a = ap.parse_args(argv)
@@ -293,6 +395,7 @@ def main(argv=None) -> int:
                 if (g, r, tool) in done and tool not in a.rerun.split(",") or (g, r, tool) in rerun_done:
                     continue
                 rerun_done.add((g, r, tool))
+                load1 = round(os.getloadavg()[0], 2)  # the machine is shared: its load when this row started
                 if tool == "moccasin":
                     if not Path(a.moccasin_dir, "src", "moccasin", "cp.py").exists():
                         continue
@@ -300,7 +403,7 @@ def main(argv=None) -> int:
                 else:
                     d = run_memsched(path, r, tool, a.time_limit, a.workers)
                 d.update({"graph": g, "r": r, "tool": tool, "time_limit": a.time_limit, "workers": a.workers,
-                          "cmd": cmd})
+                          "cmd": cmd, "load1": load1, "started": time.strftime("%H:%M", time.gmtime())})
                 if (g, r, tool) in done:
                     d["earlier"] = done[(g, r, tool)].get("earlier") or done[(g, r, tool)]
                 done[(g, r, tool)] = d
@@ -308,7 +411,21 @@ def main(argv=None) -> int:
                     f.write(json.dumps({k: v for k, v in d.items() if k != "earlier"}) + "\n")
                 print(f"{g} {r} {tool}: {d.get('status')} {d.get('value')} [{d.get('wall_s')} s]", flush=True)
                 write_section(done, cmd, a.time_limit, a.workers)
-    write_section(done, cmd, a.time_limit, a.workers)
+    if a.run_check:
+        for g, r in rows:
+            for tool in ("given", "free"):
+                d = done.get((g, r, tool))
+                if g not in RUN_CHECK or not d or not d.get("schedule"):
+                    continue
+                c = run_check(str(DATA / GRAPHS[g]), d["schedule"], tool)
+                c.update({"graph": g, "r": r, "tool": f"run:{tool}", "value": d.get("value"), "peak": d.get("peak"),
+                          "cmd": cmd})
+                done[(g, r, c["tool"])] = c
+                with RESULTS.open("a") as f:
+                    f.write(json.dumps(c) + "\n")
+                print(f"{g} {r} run {tool}: match {c.get('match')} modeled {c.get('modeled_peak')} "
+                      f"realized {c.get('realized_peak')}", flush=True)
+    write_section(done, None if a.report_only else cmd, a.time_limit, a.workers)
     return 0
 
 
