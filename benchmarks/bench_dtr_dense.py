@@ -596,6 +596,28 @@ def pin_search_main(argv) -> int:
     return 0
 
 FS_MARK = "### Full dense scans: every sample of 0.1-1.0 at 1e-4, early stop on"
+
+
+class _CappedExecutor:
+    """A local pool whose run stops (as a Ctrl-C does) at the first replay finished after
+    ``deadline`` (time.perf_counter()), after recording it: the cap is checked per replay,
+    not per batch (a dense level is one batch of thousands of samples)."""
+
+    name = "local"
+
+    def __init__(self, jobs: int, deadline: float):
+        from memsched.solvers.pool.executors import LocalExecutor
+
+        self.inner, self.deadline = LocalExecutor(jobs), deadline
+
+    def run(self, tasks, texts, on_done):
+        def wrapped(t, out):
+            more = on_done(t, out)
+            if time.perf_counter() > self.deadline:
+                raise KeyboardInterrupt
+            return more
+
+        return self.inner.run(tasks, texts, wrapped)
 _OLD_FULL = ("### Full dense scans (0.1-1.0 at 0.0001, repeats 3, sharing on)", CS_MARK)
 _VTR: dict = {}
 
@@ -636,14 +658,16 @@ def full_scans_main(argv) -> int:
     ap.add_argument("--verify", type=int, default=500)
     ap.add_argument("--verify-cap", type=float, default=300.0)
     ap.add_argument("--no-early-stop", action="store_true")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the rows (and holes, and commands) of the section's block for scans not in this run")
     ap.add_argument("--no-write", action="store_true")
     a = ap.parse_args(argv)
     early = not a.no_early_stop
     load = os.getloadavg()
     out = [FS_MARK, "", f"Dense 0.1-1.0 at 1e-4 (9001 samples), repeats 3, interval sharing, "
            f"{'early stop on (`sweep(..., early_stop=True)`)' if early else 'early stop off'}, {a.jobs} worker "
-           f"processes, each scan stopped at its cap (--cap {a.cap:g} s unless given per scan) if not finished (the cap is checked between batches, "
-           f"so a scan can overshoot it by one batch). Load average at start {load[0]:.1f} / {load[1]:.1f} / "
+           f"processes, each scan stopped at its cap (--cap {a.cap:g} s unless given per scan) if not finished (checked after "
+           f"every replay). Load average at start {load[0]:.1f} / {load[1]:.1f} / "
            f"{load[2]:.1f} (2 cores shared with other helpers). `thrash_or_oom`: samples stopped early by the proof "
            "(docs/dtr.md section 3, \"Early stop\"): infeasible, their full replay ends in remat_exceeded or oom, "
            "and their recorded clock is the clock at the stop, not the full run's. Verified: random finished "
@@ -660,6 +684,23 @@ def full_scans_main(argv) -> int:
         parts = ent.split(":")
         for h in ([parts[1]] if len(parts) > 1 else a.heuristics.split(",")):
             jobs_.append((parts[0], h, float(parts[2]) if len(parts) > 2 else a.cap))
+    kept_rows, kept_holes, kept_cmds = [], [], []
+    if a.keep and SECTION.exists() and FS_MARK in SECTION.read_text():
+        text = SECTION.read_text()
+        i = text.index(FS_MARK)
+        j = text.find("\n### ", i + len(FS_MARK))
+        blk = text[i:j if j != -1 else len(text)].splitlines()
+        mine = {(n, h) for n, h, _ in jobs_}
+        for ln in blk:
+            cells = [c.strip() for c in ln.split("|")]
+            if ln.startswith("| ") and len(cells) > 3 and not cells[1] == "trace" and (cells[1], cells[2]) not in mine:
+                kept_rows.append(ln)
+            elif ln.startswith("* ") and tuple(ln[2:].split(":")[0].split(" ")[:2]) not in mine:
+                kept_holes.append(ln)
+            elif ln.startswith("  .venv/bin/python benchmarks/bench_dtr_dense.py --full-scans"):
+                kept_cmds.append(ln)
+        out += kept_rows
+        holes_txt += kept_holes
     trs: dict = {}
     for name, h, cap in jobs_:
         path = trace_path(name)
@@ -677,7 +718,7 @@ def full_scans_main(argv) -> int:
 
             try:
                 r = sweep(tr, h, lo=0.1, hi=1.0, repeats=3, run_timeout=None, jobs=a.jobs, early_stop=early,
-                          progress=stop)
+                          progress=stop, executor=_CappedExecutor(a.jobs, t0 + cap))
                 finished = "yes"
             except SweepInterrupted as e:
                 r = e.partial[0]
@@ -712,18 +753,20 @@ def full_scans_main(argv) -> int:
                 kinds = ", ".join(f"{o} {hh.outcomes.count(o)}" for o in sorted(set(hh.outcomes)))
                 holes_txt.append(f"* {name} {h}: infeasible {hh.first:.4f}-{hh.last:.4f} ({len(hh.ratios)} samples: "
                                  f"{kinds}) between feasible {hh.feasible_below:.4f} and {hh.feasible_above:.4f}")
-            _write_full(out, holes_txt, argv, a.no_write, done=False)
-    _write_full(out, holes_txt, argv, a.no_write, done=True)
+            _write_full(out, holes_txt, argv, a.no_write, done=False, kept_cmds=kept_cmds)
+    _write_full(out, holes_txt, argv, a.no_write, done=True, kept_cmds=kept_cmds)
     return 0
 
 
-def _write_full(out, holes_txt, argv, no_write: bool, done: bool) -> None:
+def _write_full(out, holes_txt, argv, no_write: bool, done: bool, kept_cmds=()) -> None:
     """The full-scans block so far (rewritten after every scan, so an interrupted run keeps
     the scans it finished)."""
+    cmd = "  .venv/bin/python benchmarks/bench_dtr_dense.py " + " ".join(x for x in argv if x != "--no-write")
+    cmds = [c for c in kept_cmds if c != cmd] + [cmd]
     block = "\n".join(out + ([] if done else ["", "(run in progress: the scans above are done)"])
                       + ["", "Holes found (in the samples done):", ""] + (holes_txt or ["none"])
-                      + ["", "Command:", "", "  .venv/bin/python benchmarks/bench_dtr_dense.py "
-                         + " ".join(x for x in argv if x != "--no-write"), ""])
+                      + ["", "Commands (the rows of earlier runs are kept with --keep):" if len(cmds) > 1
+                         else "Command:", ""] + cmds + [""])
     if done:
         print(block)
     if not no_write:
