@@ -159,7 +159,7 @@ def format_report(g: Graph, rep: dict) -> str:
     names = {"initial": "initial state (graph inputs)", "per_op": "per operator (inputs+outputs+workspace)",
              "trap": "forward trap (min cut per operator)", "reverse": "reverse trap (min cut from the end)",
              "pair": "pair trap (two operators, both orders)", "final": "final moment (required outputs, last sink)",
-             "precedence": "learned precedences (shaving)"}
+             "last_of_set": "last of a gradient set (min cut)", "precedence": "learned precedences (shaving)"}
     rows = [(names.get(k, k), str(b["value"]), f"{b['wall_s']:.3f}") for k, b in rep["bounds"].items()]
     w0 = max(len(r[0]) for r in rows + [("bound", "", "")])
     w1 = max(len(r[1]) for r in rows + [("", "bytes", "")])

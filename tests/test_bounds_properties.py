@@ -200,7 +200,7 @@ def test_random_layered_bounds_below_the_dp_optimum_and_report_consistent():
     r = downset_dp(g)
     assert r.exact and order_peak(g, r.order) == r.value
     rep = B.bound_report(g)
-    assert set(rep["bounds"]) == {"initial", "per_op", "final", "trap", "reverse", "pair"}
+    assert set(rep["bounds"]) == {"initial", "per_op", "final", "trap", "reverse", "pair", "last_of_set"}
     for name, b in rep["bounds"].items():
         assert b["value"] <= r.value, name
     assert rep["lower_bound"] == max(b["value"] for b in rep["bounds"].values())
