@@ -186,3 +186,37 @@ def test_max_extra_keeps_the_optimum():
             got = _relaxation_optimum(g, B, cap, max_extra=truth - g.total_cost())
             assert got is not None and g.total_cost() + got <= truth + 1e-6, (seed, cap, got, truth)
     assert tried >= 20, tried
+
+
+def test_the_bound_is_the_free_order_lower_bound_in_the_cli_json(tmp_path, capsys):
+    """`memsched remat --order free --cap 1 --json` reports the relaxation's bound as its
+    lower bound (through the one claims path), above the baseline, equal to the compute
+    when it proves optimality; the referee agrees with the value."""
+    import json
+
+    import memsched.cli.main
+    from memsched.formulations.problems import unique_topological_order
+    from memsched.instances import save_graph
+
+    for seed in range(3000):
+        g, B = random_tiny_graph(seed, max_ops=7)
+        if not _usable(g, B) or unique_topological_order(g) or B < 2:
+            continue
+        truth = remat(g, B, cap=1, order="free").compute
+        if truth is None or truth <= g.total_cost():
+            continue
+        f = tmp_path / f"g{seed}.json"
+        save_graph(g, f)
+        rc = memsched.cli.main.main(["remat", str(f), "--budget", str(B), "--cap", "1", "--order", "free", "--json",
+                                     "--workers", "1", "--time-limit", "20"])
+        out = json.loads(capsys.readouterr().out)
+        assert rc == 0
+        fr = out["params"].get("free_relaxation")
+        if fr is None or not fr["complete"]:
+            continue
+        assert out["status"] == "optimal" and abs(out["compute"] - truth) <= 1e-6, (seed, out["status"], truth)
+        assert out["lower_bound"] == out["compute"] > g.total_cost()
+        assert fr["extra"] > 0 and out["gap"] == 0
+        assert "free-order stage relaxation" in out["params"]["stop"]
+        return
+    raise AssertionError("no tiny instance exercised the free-order relaxation through the CLI")
