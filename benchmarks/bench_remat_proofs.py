@@ -266,7 +266,9 @@ def write_section(res: dict, cmd: str, time_limit, workers) -> None:
              "of the same row in benchmarks/results/remat_proofs.jsonl (kept by `--rerun given`): for the 23 rows of "
              "the first table the run before the given-order stage relaxation existed (03:00-03:48 UTC), for the 13 "
              "rows added later the run before the relaxation got its larger time share (07:06-07:20 UTC).", "",
-             "Only the rows listed ran. memsched budgets are floor(r x P) in memsched's memory model; Moccasin's are "
+             ("All rows of the protocol (every graph, every r) ran. " if len(keys) == len(GRAPHS) * len(RATIOS)
+              else "Only the rows listed ran. ")
+             + "memsched budgets are floor(r x P) in memsched's memory model; Moccasin's are "
              "ceil(r x its topological-order memory) in its own (operator outputs only), listed as `B (Moccasin)`. "
              "Moccasin's model fixes every computation to a stage event (use_stage=True), i.e. Checkmate's stage class, "
              "which is narrower than the given-order class memsched decides; its optimum can be higher "
