@@ -336,6 +336,21 @@ def render(rows: list[dict], cmd: str) -> str:
                 "leaves no room for activations; these budgets give the activations (and the backward's "
                 "temporaries) a share r of what they have in PyTorch's knob-1.0 plan. Columns as above.", ""]
         out += head + [_ratio_row(r, mib, rows) for r in rf] + [""]
+    allr = rr + rf
+    if allr:
+        fits = [r for r in allr if r.get("pt_fit")]
+        dom = [r for r in fits if _ratio_dom(r, rows, mib).startswith("yes")]
+        inf = [r for r in allr if r["ms_status"] == "infeasible"]
+        unk = [r for r in allr if "ms_peak" not in r and r["ms_status"] != "infeasible"]
+        sched = [r for r in allr if "ms_peak" in r]
+        ran = [r for r in sched if (r.get("ms_run") or {}).get("match")]
+        out += [f"Budget rows: {len(allr)}; a PyTorch plan fits on {len(fits)}, and memsched dominates it on "
+                f"{len(dom)} of them; {len(inf)} are proven infeasible for every schedule (the reason is in "
+                f"*how*); memsched has a schedule on {len(sched)} ({len(ran)} executed with realized = modeled) and "
+                f"none on {len(unk)}"
+                + (" (" + ", ".join(f"{r['graph']} at " + (f"{r['ratio']} x P0" if r.get("rel", "p0") == "p0" else
+                                           f"F + {r['ratio']} x (P0 - F)") for r in unk) + ": open, the lower bound "
+                   "column is what is proven)" if unk else "") + ".", ""]
     return "\n".join(out)
 
 

@@ -159,16 +159,23 @@ def crossing_boundary(g: Graph, order: list[int], top: int = 1):
 def two_phase_sequence(g: Graph, order: list[int], k: int, keep: set[int], gap: int | None = None) -> list[int]:
     """The compute sequence of the two-phase plan (module docstring): ``order[:k]``, then
     ``order[k:]`` with every phase-1 tensor outside ``keep`` that is read recomputed right
-    before its reader (recursively), and a recomputed copy recomputed again when its next
-    reader is more than ``gap`` positions later (None: never). O(n + E + recomputations)."""
+    before its reader (recursively). With ``gap``, a copy of a tensor outside ``keep`` (a
+    recomputed one, or one made in phase 2) whose next reader is more than ``gap`` positions
+    after its last use is recomputed again before that reader (None: never). Required outputs
+    are never dropped. O(n + E + recomputations)."""
     n = len(order)
     seq = list(order[:k])
     first = set(order[:k])
-    # next phase-2 read position of each tensor, to decide when a recomputed copy is dropped
+    outs = g.output_idx
     stale = {j for v in first for j in g.op_out[v] if j not in keep}
-    made_at: dict[int, int] = {}  # recomputed tensor -> phase-2 position of its last use so far
+    made_at: dict[int, int] = {}  # droppable copy -> position of its last use so far
+
+    def check(j: int, q: int) -> None:
+        if gap is not None and j in made_at and j not in stale and q - made_at[j] > gap:
+            stale.add(j)  # its copy was freed after its last reader; recompute it here
 
     def ensure(j: int, q: int) -> None:
+        check(j, q)
         if j not in stale:
             return
         p = g.producer[j]
@@ -177,15 +184,12 @@ def two_phase_sequence(g: Graph, order: list[int], k: int, keep: set[int], gap: 
         seq.append(p)
         for o in g.op_out[p]:
             stale.discard(o)
-            made_at[o] = q
+            if o not in outs:
+                made_at[o] = q
 
     for q in range(k, n):
         v = order[q]
         ins = g.op_in[v]
-        if gap is not None:
-            for j in ins:
-                if j in made_at and j not in stale and q - made_at[j] > gap:
-                    stale.add(j)  # its copy was freed after its last reader; recompute it here
         for j in ins:
             ensure(j, q)
         for j in ins:
@@ -194,7 +198,10 @@ def two_phase_sequence(g: Graph, order: list[int], k: int, keep: set[int], gap: 
         seq.append(v)
         for o in g.op_out[v]:
             stale.discard(o)
-            made_at.pop(o, None)
+            if gap is not None and o not in keep and o not in outs:
+                made_at[o] = q
+            else:
+                made_at.pop(o, None)
     return seq
 
 
@@ -248,6 +255,8 @@ def checkpoint_search(g: Graph, B: int, order: list[int], k: int | None = None, 
     pos = {v: i for i, v in enumerate(order)}
     # phase-1 tensors read in phase 2, produced by an operator that can run again
     keep = {j for v in order[:k] for j in g.op_out[v] if any(pos[c] >= k for c in g.consumers[j])}
+    if gap is not None:  # phase-2 tensors may be dropped between uses too
+        keep |= {j for v in order[k:] for j in g.op_out[v]}
     cands = {j for j in keep if j not in g.output_idx}
     seq = two_phase_sequence(g, order, k, keep, gap)
     s, ev = _judge(g, seq)
@@ -326,14 +335,24 @@ def checkpoint_search(g: Graph, B: int, order: list[int], k: int | None = None, 
 
 
 # ------------------------------------------------------------------ driver
+def _boundaries(g: Graph, order: list[int], top: int) -> list[int]:
+    if len(order) <= 1:
+        return [len(order)]
+    ks = crossing_boundary(g, order, top=top)
+    return [ks] if isinstance(ks, int) else ks
+
+
 def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: float | None = None,
-                orders=None, gaps=(None,), modes=("peak", "ratio"), boundaries: int = 3,
+                orders=None, gaps=None, modes=("peak", "ratio"), boundaries: int = 1,
                 progress=None) -> SolveResult:
     """Least compute within ``budget`` (bytes), any order, any recomputation: the two-phase
     checkpoint search on each plain order of ``orders`` (default: the ordering heuristics'
     orders, best first) and each ``gap``, keeping the cheapest schedule within the budget;
     plus the final-state floor and the threshold order bound (``bound_time`` seconds, default
-    a third of ``time_limit``). See the module docstring for what is claimed."""
+    a third of ``time_limit``). ``gaps`` default: no re-dropping, and re-dropping after
+    max(8, n / 32) positions; ``boundaries``: split positions tried per order (the best ones
+    of :func:`crossing_boundary`). Each search gets an equal share of the time left, at least 10 s. See the
+    module docstring for what is claimed."""
     from memsched.solvers.ordering.heuristics import applicable, run_heuristics
     from memsched.solvers.remat.infeasibility import local_infeasibility
 
@@ -352,7 +371,9 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
     bt = time_limit / 3 if bound_time is None else bound_time
     bound = threshold_order_bound(g, B, time_limit=bt)
     if orders is None:
-        cand = sorted(run_heuristics(g, sorted(applicable(g))), key=lambda r: (r[2], r[0]))
+        # the given order first (a traced training step runs its forward, then its backward: the
+        # two-phase plan's shape), then the heuristics' orders by peak
+        cand = sorted(run_heuristics(g, sorted(applicable(g))), key=lambda r: (r[0] != "given", r[2], r[0]))
         orders, seen = [], set()
         for name, o, _pk in cand:
             if tuple(o) not in seen:
@@ -360,27 +381,29 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
                 orders.append((name, list(o)))
     else:
         orders = [(f"order{i}", list(o)) for i, o in enumerate(orders)]
+    if gaps is None:
+        gaps = (None, max(8, g.n_ops // 32))
     best = None  # (compute, schedule, how)
     tried = []
     end = t0 + time_limit
-    for name, o in orders:
-        ks = crossing_boundary(g, o, top=boundaries) if len(o) > 1 else [len(o)]
-        for k, gap, mode in [(kk, gp, md) for kk in ks for gp in gaps for md in modes]:
-            if time.perf_counter() >= end:
-                break
-            s, info = checkpoint_search(g, B, o, k, gap=gap, mode=mode, time_limit=end - time.perf_counter())
-            ev = evaluate(g, s)
-            tried.append({"order": name, **info, "peak": ev.peak, "compute": ev.compute})
-            if progress is not None:
-                progress(f"{name} k={k} gap={gap} {mode}: peak {ev.peak}, extra {ev.compute - base:.6g}, {info}")
-            if ev.peak <= B and (best is None or ev.compute < best[0]):
-                best = (ev.compute, s, f"two-phase checkpointing from the {name} order split at {k} ({mode} greedy"
-                        + (f", gap {gap})" if gap is not None else ")"))
-                if ev.recomputations == 0:  # every operator once: nothing can be cheaper
-                    best = (ev.compute, s, f"the {name} order fits the budget without recomputation")
-                    break
-        if best is not None and best[1] is not None and evaluate(g, best[1]).recomputations == 0:
+    runs = [(name, o, k, gp, md) for name, o in orders
+            for k in (_boundaries(g, o, boundaries)) for gp in gaps for md in modes]
+    for i, (name, o, k, gap, mode) in enumerate(runs):
+        if time.perf_counter() >= end:
             break
+        left = end - time.perf_counter()
+        share = max(left / (len(runs) - i), min(10.0, left))  # a fair share of the time left, >= 10 s
+        s, info = checkpoint_search(g, B, o, k, gap=gap, mode=mode, time_limit=share)
+        ev = evaluate(g, s)
+        tried.append({"order": name, **info, "peak": ev.peak, "compute": ev.compute})
+        if progress is not None:
+            progress(f"{name} k={k} gap={gap} {mode}: peak {ev.peak}, extra {ev.compute - base:.6g}, {info}")
+        if ev.peak <= B and (best is None or ev.compute < best[0]):
+            if ev.recomputations == 0:  # every operator once: nothing can be cheaper
+                best = (ev.compute, s, f"the {name} order fits the budget without recomputation")
+                break
+            best = (ev.compute, s, f"two-phase checkpointing from the {name} order split at {k} ({mode} greedy"
+                    + (f", gap {gap})" if gap is not None else ")"))
     lb = bound.lower_bound
     extra = {"final_state_floor": floor, "bound_checks": bound.checks, "bound_complete": bound.complete,
              "searches": tried}
