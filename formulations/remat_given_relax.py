@@ -134,11 +134,15 @@ def _is_constant(var) -> bool:
     return isinstance(var, int)
 
 
-def build_given_relaxation(graph: Graph, budget: int, caps: list[int], *, deadline: float | None = None) -> GivenRelaxation:
+def build_given_relaxation(graph: Graph, budget: int, caps: list[int], *, deadline: float | None = None,
+                           prune: bool = True) -> GivenRelaxation:
     """Build the relaxation (module docstring) for budget ``budget`` (bytes) and finite
     per-operator ``caps``; the objective is the extra compute over the baseline.
 
-    ``deadline`` (a ``time.perf_counter()`` value) is checked between stages.
+    ``deadline`` (a ``time.perf_counter()`` value) is checked between stages. ``prune``
+    (default) creates no ``R[i,u]`` past the last stage at which a recomputation of u can
+    serve a reader, and no ``S[i,j]`` past the last stage at which j can be read
+    (docs/remat.md, "Pruning"; removes no schedule that matters).
 
     Raises
     ------
@@ -158,7 +162,7 @@ def build_given_relaxation(graph: Graph, budget: int, caps: list[int], *, deadli
 
     if not all(float(c).is_integer() for c in graph.cost):
         raise MemschedError("remat: the given-order relaxation needs integer operator costs")
-    b = _Relax(graph, cp_model.CpModel(), budget, caps, deadline)
+    b = _Relax(graph, cp_model.CpModel(), budget, caps, deadline, prune)
     b.add_dependencies()
     b.add_retention()
     b.add_memory_at_first_computations()
@@ -178,7 +182,7 @@ def build_given_relaxation(graph: Graph, budget: int, caps: list[int], *, deadli
 class _Relax:
     """The pieces of :func:`build_given_relaxation`."""
 
-    def __init__(self, g: Graph, md, budget: int, caps, deadline=None):
+    def __init__(self, g: Graph, md, budget: int, caps, deadline=None, prune: bool = True):
         self.g, self.md, self.deadline = g, md, deadline
         self.n = n = g.n_ops
         self.pi = g.given_order()
@@ -189,15 +193,31 @@ class _Relax:
         self.sz = [s // unit for s in g.size]
         self.ws = [w // unit for w in g.workspace]
         useful = [any(g.consumers[j] or j in g.output_idx for j in g.op_out[v]) for v in range(n)]
+        recomputable = [useful[u] and caps[u] > 0 for u in range(n)]
+        # last stage at which a recomputation of u / a resident copy of j can serve a reader
+        # ("Pruning" in docs/remat.md); without pruning, every stage
+        last_rec, last_use = [n] * n, {}
+        if prune:
+            for u in reversed(self.pi):
+                last_rec[u] = max([self._last_read(j, recomputable, last_rec) for j in g.op_out[u]] + [-1])
         self.R = {(i, u): md.NewBoolVar(f"R_{i}_{u}") for i in range(n + 1) for u in range(n)
-                  if self.pos[u] < i and useful[u] and caps[u] > 0}
+                  if self.pos[u] < i <= last_rec[u] and recomputable[u]}
         self.tens = [j for j in range(g.n_tensors) if j not in self.keep and (g.producer[j] != -1 or g.consumers[j])]
         self.birth = {j: (self.pos[g.producer[j]] + 1 if g.producer[j] != -1 else 0) for j in self.tens}
         self.S = {}
         for j in self.tens:
-            for i in range(self.birth[j], n + 1):
+            last_use[j] = self._last_read(j, recomputable, last_rec) if prune else n
+            for i in range(self.birth[j], last_use[j] + 1):
                 self.S[(i, j)] = 1 if i == 0 else md.NewBoolVar(f"S_{i}_{j}")
         self.T: dict = {}
+
+    def _last_read(self, j: int, recomputable, last_rec) -> int:
+        """The last stage at which some computation can read tensor j: n for a required output,
+        else the latest of its consumers' first computations and (for a recomputable consumer)
+        the last stage its recomputation can serve someone; -1 when nothing reads it."""
+        if j in self.g.output_idx:
+            return self.n
+        return max([max(self.pos[c], last_rec[c] if recomputable[c] else -1) for c in self.g.consumers[j]] + [-1])
 
     def avail(self, i: int, j: int) -> list:
         """Literals of 'j is resident at the start of stage i or recomputed in it' (1 = true)."""

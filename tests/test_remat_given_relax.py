@@ -86,3 +86,25 @@ def test_the_bound_never_exceeds_the_optimum(inst):
         ev = evaluate(g, rb.schedule)
         assert ev.peak <= B and max(ev.compute_counts) <= 2 and first_computations_follow(g, rb.schedule)
         assert truth.compute is not None and ev.compute >= truth.compute - 1e-6
+
+
+@settings(max_examples=40, **SET)
+@given(inst=tiny_instances(max_ops=7))
+def test_pruning_keeps_the_relaxation_optimum(inst):
+    """No R past the last stage its recomputation can serve a reader, no S past the tensor's last
+    possible read (docs/remat.md, "Pruning"): the relaxation's optimum and feasibility are the same."""
+    g, B = inst
+    if not _usable(g, B):
+        return
+    for cap in (1, 2):
+        got = []
+        for prune in (True, False):
+            rx = build_given_relaxation(g, B, [cap] * g.n_ops, prune=prune)
+            run = solve_cpsat(rx.model, time_limit=60, workers=1)
+            assert run.status in ("optimal", "infeasible"), run.status
+            got.append(None if run.status == "infeasible" else run.solver.ObjectiveValue() * rx.cost_div)
+            if prune:
+                size = len(rx.R) + len(rx.S)
+            else:
+                assert len(rx.R) + len(rx.S) >= size
+        assert got[0] == got[1], (cap, got)
