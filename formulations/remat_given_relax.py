@@ -49,7 +49,7 @@ from .errors import MemschedError
 from .graph import Graph
 from .schedule import COMPUTE, Schedule
 
-__all__ = ["GivenRelaxation", "build_given_relaxation", "BuildDeadline"]
+__all__ = ["GivenRelaxation", "build_given_relaxation", "given_relaxation_size", "BuildDeadline"]
 
 
 @dataclass
@@ -126,6 +126,22 @@ class GivenRelaxation:
         return out
 
 
+def given_relaxation_size(graph: Graph, caps: list[int], *, prune: bool = True) -> dict:
+    """The size of :func:`build_given_relaxation`'s model without building it: the numbers of
+    ``R`` and ``S`` literals and ``terms``, the sum over stages of (recomputation literals x
+    tensor literals) of the stage, which the memory-at-recomputation constraints hold and
+    which the build time follows (MobileNet-train: 2.1 M terms, ~10 s; random_layered n100:
+    0.33 M). O(n^2 + n x tensors)."""
+    b = _Relax(graph, None, graph.always_resident(), caps, prune=prune)
+    rec = [0] * (graph.n_ops + 1)
+    ten = [0] * (graph.n_ops + 1)
+    for i, _u in b.R:
+        rec[i] += 1
+    for i, _j in b.S:
+        ten[i] += 1
+    return {"R": len(b.R), "S": len(b.S), "terms": sum(r * t for r, t in zip(rec, ten))}
+
+
 class BuildDeadline(Exception):
     """:func:`build_given_relaxation` passed its deadline before the model was complete."""
 
@@ -200,7 +216,8 @@ class _Relax:
         if prune:
             for u in reversed(self.pi):
                 last_rec[u] = max([self._last_read(j, recomputable, last_rec) for j in g.op_out[u]] + [-1])
-        self.R = {(i, u): md.NewBoolVar(f"R_{i}_{u}") for i in range(n + 1) for u in range(n)
+        new = md.NewBoolVar if md is not None else (lambda name: None)  # md None: the index sets only
+        self.R = {(i, u): new(f"R_{i}_{u}") for i in range(n + 1) for u in range(n)
                   if self.pos[u] < i <= last_rec[u] and recomputable[u]}
         self.tens = [j for j in range(g.n_tensors) if j not in self.keep and (g.producer[j] != -1 or g.consumers[j])]
         self.birth = {j: (self.pos[g.producer[j]] + 1 if g.producer[j] != -1 else 0) for j in self.tens}
@@ -208,7 +225,7 @@ class _Relax:
         for j in self.tens:
             last_use[j] = self._last_read(j, recomputable, last_rec) if prune else n
             for i in range(self.birth[j], last_use[j] + 1):
-                self.S[(i, j)] = 1 if i == 0 else md.NewBoolVar(f"S_{i}_{j}")
+                self.S[(i, j)] = 1 if i == 0 else new(f"S_{i}_{j}")
         self.T: dict = {}
 
     def _last_read(self, j: int, recomputable, last_rec) -> int:

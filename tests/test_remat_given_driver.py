@@ -59,3 +59,34 @@ def test_given_driver_agrees_with_the_referee(inst):
     assert abs(res.compute - truth.compute) <= 1e-6, (res.compute, truth.compute)
     ev = evaluate(g, res.schedule)
     assert ev.peak <= B and max(ev.compute_counts) <= 2 and first_computations_follow(g, res.schedule)
+
+
+@settings(max_examples=30, **SET)
+@given(inst=tiny_instances(max_ops=7))
+def test_size_estimate_is_the_built_model(inst):
+    from memsched.formulations.remat_given_relax import build_given_relaxation, given_relaxation_size
+
+    g, B = inst
+    if not all(float(c).is_integer() for c in g.cost):
+        return
+    for cap in (1, 2):
+        size = given_relaxation_size(g, [cap] * g.n_ops)
+        rx = build_given_relaxation(g, B, [cap] * g.n_ops)
+        assert (size["R"], size["S"]) == (len(rx.R), len(rx.S))
+
+
+def test_a_relaxation_too_large_to_build_is_skipped(monkeypatch):
+    monkeypatch.setattr(cpdrv, "RELAX_TERMS_PER_S", 0)
+    for seed in range(200):
+        g, B = random_tiny_graph(seed, min_ops=5)
+        if not all(float(c).is_integer() for c in g.cost):
+            continue
+        res = solve_remat(g, B, method="cp", cap=1, order="given", time_limit=30, workers=1)
+        rx = res.params.get("given_relaxation")
+        if rx is None:
+            continue  # decided before the relaxation (a plain order fits, or refuted)
+        assert "skipped" in rx and rx["extra"] == 0.0, rx
+        truth = remat(g, B, cap=1, order="given")
+        assert res.status in ("optimal", "feasible") and res.compute >= truth.compute - 1e-6
+        return
+    raise AssertionError("no seeded tiny graph reached the relaxation")

@@ -71,6 +71,11 @@ PRESOLVE_SHARE = 0.2
 # early when solved.
 RELAX_SHARE = 0.75
 RELAX_BUILD_SHARE = 0.15
+# The relaxation is not even started when its size (formulations.remat_given_relax.
+# given_relaxation_size, "terms") exceeds this many per second of its build share: its build
+# was measured at ~0.2 M terms/s (MobileNet-train, 2.1 M terms, ~10 s at load ~8), so it could
+# not finish and its share would be lost (docs/remat.md, "Given-order driver").
+RELAX_TERMS_PER_S = 100_000
 # Share of the time left given to the free-order stage relaxation (free order, several orders, finite caps).
 FREE_RELAX_SHARE = 0.8
 # The "free after last use" dominance rule in the slot model (docs/remat.md): off, since it
@@ -409,9 +414,16 @@ def _given_relaxation(s: _Solve) -> SolveResult | None:
     g = s.graph
     if not s.gmodel or s.unbounded or INTERRUPTED.is_set() or not all(float(c).is_integer() for c in g.cost):
         return None
+    from memsched.formulations.remat_given_relax import given_relaxation_size
     from memsched.solvers.remat.proofs import given_relaxation_bound
 
     t = time.perf_counter()
+    size = given_relaxation_size(g, s.ecaps)
+    if size["terms"] > RELAX_TERMS_PER_S * RELAX_BUILD_SHARE * s.left():
+        s.params["given_relaxation"] = {"skipped": f"{size['terms']} terms: too large to build in "
+                                                   f"{RELAX_BUILD_SHARE * s.left():.1f} s", "extra": 0.0,
+                                        "complete": False, "s": round(time.perf_counter() - t, 3)}
+        return None
     upto = evaluate(g, s.hint).compute - s.baseline
     s.say("bounds", "given-order stage relaxation")
     rb = given_relaxation_bound(g, s.B, s.ecaps, upto=upto, hint=s.hint, time_limit=RELAX_SHARE * s.left(),
