@@ -118,13 +118,13 @@ def load_rows(path: Path = RESULTS) -> list[dict]:
     return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
 
 
-def dense_order(lo: float, hi: float, res: float = 1e-4) -> list[list[float]]:
+def dense_order(lo: float, hi: float, res: float = 1e-4, min_stride: int = 1) -> list[list[float]]:
     """Every ratio of [lo, hi] at ``res``, in levels: stride 64 steps, then 32, ..., 1
     (each level only the ratios not in an earlier one), so a capped scan is evenly spread."""
     klo, khi = round(lo / res), round(hi / res)
     seen, levels = set(), []
     stride = 64
-    while stride >= 1:
+    while stride >= min_stride:
         lev = [k for k in range(klo, khi + 1, stride) if k not in seen] + ([khi] if khi not in seen else [])
         lev = sorted(set(lev))
         seen.update(lev)
@@ -133,7 +133,8 @@ def dense_order(lo: float, hi: float, res: float = 1e-4) -> list[list[float]]:
     return levels
 
 
-def run_dense(names: list[str], modes: list[str], lo: float, hi: float, cap: float, timeout: float) -> None:
+def run_dense(names: list[str], modes: list[str], lo: float, hi: float, cap: float, timeout: float,
+              min_stride: int = 1) -> None:
     """Every 1e-4 of [lo, hi] per trace and mode, level by level across the modes (rows in DENSE,
     reused on a rerun), stopped at ``cap`` seconds per trace."""
     old = load_rows(DENSE)
@@ -143,7 +144,7 @@ def run_dense(names: list[str], modes: list[str], lo: float, hi: float, cap: flo
             deadline = time.time() + cap
             rows = {m: {x["ratio"]: x for x in old if x["trace"] == name and x["mode"] == m} for m in modes}
             ones = {m: make_one(tr, name, m, rows[m], out, timeout, deadline) for m in modes}
-            for lev in dense_order(lo, hi):
+            for lev in dense_order(lo, hi, min_stride=min_stride):
                 for m in modes:
                     for r in lev:
                         if ones[m](r) is None:
@@ -160,11 +161,14 @@ def dense_table(lo: float, hi: float, header: dict) -> list[str]:
     n = sum(len(x) for x in dense_order(lo, hi))
     L = ["", f"### Dense scan of {lo}-{hi} at 1e-4", "",
          f"Every 1e-4 of the range ({n} ratios per mode), visited coarse to fine (stride 0.0064, then halving), "
-         f"the modes level by level, stopped at {header.get('dense_cap', '?')} s per trace: a mode with fewer "
-         f"samples than {n} was stopped by the cap (its smallest feasible ratio and holes are then those of an "
-         f"evenly spread subset). Load average at start: {header.get('dense_load', '?')}.", "",
-         "| trace | mode | samples | smallest feasible | vs bytes | holes | hole samples | fragmentation samples | "
-         "wall s |", "|---|---|---|---|---|---|---|---|---|"]
+         f"the modes level by level, stopped at {header.get('dense_cap', '?')} s per trace; `resolution` says how "
+         f"far it got (every 2e-4: the levels down to stride 2 complete, the last 1e-4 level not reached), so the "
+         f"smallest feasible ratio and the holes are those of that evenly spread subset. Where this table and the "
+         f"grid table above differ, this one holds: the grid misses feasible islands below a hole. "
+         f"Load average at start: {header.get('dense_load', '?')}.", "",
+         "| trace | mode | samples | resolution | smallest feasible | vs bytes | holes | hole samples | "
+         "fragmentation samples | wall s |", "|---|---|---|---|---|---|---|---|---|---|"]
+    full = {k: {r for lev in dense_order(lo, hi, min_stride=k) for r in lev} for k in (1, 2, 4, 8, 16, 32, 64)}
     by: dict = {}
     for x in rows:
         if lo - 1e-9 <= x["ratio"] <= hi + 1e-9:
@@ -183,7 +187,13 @@ def dense_table(lo: float, hi: float, header: dict) -> list[str]:
                 base = mf
             holes = find_holes(pts)
             vs = "-" if mf is None or base is None else f"{mf - base:+.4f} ({mf / base:.3f}x)"
-            L.append(f"| {t} | {m} | {len(pts)} | {'none' if mf is None else f'{mf:.4f}'} | {vs} | {len(holes)} | "
+            got = {r for r, _ in pts}
+            k = next((k for k in (1, 2, 4, 8, 16, 32, 64) if full[k] <= got), None)
+            res = "partial" if k is None else f"every {k}e-4" + (" (all)" if k == 1 else "")
+            if k is not None and k > 1 and len(got) > len(full[k]):
+                res += " + part of the next level"
+            L.append(f"| {t} | {m} | {len(pts)} | {res} | {'none' if mf is None else f'{mf:.4f}'} | {vs} | "
+                     f"{len(holes)} | "
                      f"{sum(len(h.ratios) for h in holes)} | {sum(1 for _, o in pts if o == 'fragmentation')} | "
                      f"{sum(x['wall_s'] for x in d.values()):.0f} |")
             for h in holes[:12]:
@@ -192,7 +202,7 @@ def dense_table(lo: float, hi: float, header: dict) -> list[str]:
             if len(holes) > 12:
                 holes_txt.append(f"* {t} {m}: ... {len(holes) - 12} more")
     L += ["", "Holes of the dense scan (first 12 per mode):", ""] + (holes_txt or ["* none"])
-    L += ["", "Command:", "", f"  nice .venv/bin/python benchmarks/bench_dtr_alloc.py {header.get('dense_args', '')}"]
+    L += ["", "Command:", "", f"`nice .venv/bin/python benchmarks/bench_dtr_alloc.py {header.get('dense_args', '')}`"]
     return L
 
 
@@ -310,16 +320,23 @@ def main(argv=None) -> int:
     ap.add_argument("--explain", metavar="TRACE:RATIO:ALLOC[:HEURISTIC][,...]", help="explain these address-aware failures")
     ap.add_argument("--max-pins", type=int, default=5)
     ap.add_argument("--dense", metavar="LO,HI", help="every 1e-4 of LO..HI per trace and mode (capped)")
+    ap.add_argument("--min-stride", type=int, default=1,
+                    help="--dense: stop after the level of this stride (in 1e-4 steps; a top-up of a capped scan)")
     a = ap.parse_args(argv)
     if a.dense:
         lo, hi = (float(x) for x in a.dense.split(","))
         hf = RESULTS.with_suffix(".header.json")
         header = json.loads(hf.read_text()) if hf.exists() else {}
-        header.update({"dense_range": [lo, hi], "dense_cap": a.cap_per_trace,
-                       "dense_load": " / ".join(f"{x:.1f}" for x in os.getloadavg()),
-                       "dense_args": " ".join(argv if argv is not None else sys.argv[1:])})
+        cmd = " ".join(argv if argv is not None else sys.argv[1:])
+        la = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+        if a.min_stride > 1 and header.get("dense_range") == [lo, hi]:  # a top-up of the earlier scan
+            header["dense_args"] += f"`, then (top-up) `nice .venv/bin/python benchmarks/bench_dtr_alloc.py {cmd}"
+            header["dense_load"] += f"; top-up: {la}"
+        else:
+            header.update({"dense_range": [lo, hi], "dense_cap": a.cap_per_trace, "dense_load": la,
+                           "dense_args": cmd})
         hf.write_text(json.dumps(header))
-        run_dense(a.traces.split(","), a.modes.split(","), lo, hi, a.cap_per_trace, a.run_timeout)
+        run_dense(a.traces.split(","), a.modes.split(","), lo, hi, a.cap_per_trace, a.run_timeout, a.min_stride)
         write_section(load_rows(), header)
         return 0
     if a.explain:
