@@ -797,11 +797,12 @@ def _heuristic_orders(g: Graph) -> list[list[int]]:
 
 
 def bound_report(g: Graph, *, pair_budget: float = 0.3, shave_budget: float = 0.0,
-                 trap_budget: float | None = None) -> dict:
+                 trap_budget: float | None = None, last_budget: float = 1.0) -> dict:
     """All lower bounds with their wall times:
     ``{"graph", "operators", "lower_bound", "bounds": {name: {"value", "wall_s"[, "note"]}}}``.
     ``shave_budget`` > 0 adds the learned-precedence bound (bisection up to the best
-    heuristic order's peak) within that many seconds. ``trap_budget`` limits the trap and
+    heuristic order's peak) within that many seconds; ``last_budget`` limits the last-of-set
+    bound (seconds). ``trap_budget`` limits the trap and
     reverse bounds each (seconds; default: no limit up to :data:`REACH_MASK_MAX_OPS`
     operators, 10 s above). A bound stopped by its budget, or skipped, keeps a
     valid value (the best so far, or the bound it started from) and says why in
@@ -830,7 +831,7 @@ def bound_report(g: Graph, *, pair_budget: float = 0.3, shave_budget: float = 0.
     tr = timed("trap", lambda inf: trap_bound(g, orders, time_budget=trap_budget, info=inf))
     timed("reverse", lambda inf: reverse_bound(g, orders, time_budget=trap_budget, info=inf))
     pb = timed("pair", lambda inf: pair_bound(g, orders, base=tr, time_budget=pair_budget, info=inf))
-    timed("last_of_set", lambda inf: last_of_set_bound(g, orders, base=initial_bound(g), time_budget=max(pair_budget, 1.0),
+    timed("last_of_set", lambda inf: last_of_set_bound(g, orders, base=initial_bound(g), time_budget=last_budget,
                                                        info=inf))
     if shave_budget > 0 and g.n_ops:
         ub = min(step_max for step_max in (max(step_memory(g, o)) for o in orders))
