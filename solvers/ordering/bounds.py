@@ -776,6 +776,8 @@ def last_of_set_bound(g: Graph, orders=None, base: int | None = None, *, time_bu
             complete = False
             break
         X = sorted({g.producer[j] for j in g.output_idx if g.producer[j] != -1 and g.size[j] >= t})
+        if len(X) < 2:
+            continue  # a single operator's value is its trap value (the trap bound)
         # in a known order the last operator of X runs with memory >= the value: skip if <= best
         if any(mem[max(X, key=pos.__getitem__)] <= best for mem, pos in zip(mems, poss)):
             continue

@@ -348,6 +348,8 @@ def _set_split(g: Graph, order: list[int], deadline: float, *, max_sets: int = 1
         if time.perf_counter() > deadline or (target is not None and peak <= target):
             break
         X = sorted({g.producer[j] for j in g.output_idx if g.producer[j] != -1 and g.size[j] >= t})
+        if len(X) < 2:
+            continue  # one operator: its trap value, already used by peak splitting
         xmask = 0
         for u in X:
             xmask |= 1 << u
