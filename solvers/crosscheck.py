@@ -325,11 +325,11 @@ def _orders(st: _Run) -> None:
 def _remat(st: _Run, budget) -> None:
     """Phase 2: remat at the asked budget (default: the smallest of RATIOS at which cp finds
     a schedule), by cp, the MILP where it fits, the static baselines and DTR."""
+    st.phase = "remat"  # first: the imports below are this phase's work (Ctrl-C during them lands here)
     import memsched.solvers.dtr as dtr
     from memsched.solvers.remat import dispatch as remat
 
     g, order = st.graph, st.order
-    st.phase = "remat"
     candidates = [budget] if budget is not None else list(RATIOS)
     for k, b in enumerate(candidates):
         st.budget = remat.resolve_budget(g, b)
@@ -360,9 +360,9 @@ def _remat(st: _Run, budget) -> None:
 def _execute(st: _Run, backends: list[tuple[str, str]]) -> None:
     """Phase 3: every schedule as a program, one subprocess per backend; graphs whose peaks
     exceed EXEC_MAX_BYTES run with every size divided by a common scale (rounded up)."""
+    st.phase = "programs"  # first: the import below is this phase's work
     from memsched.solvers.executors import run_schedules
 
-    st.phase = "programs"
     ran = [r for r in st.rows if r.schedule is not None]
     if not ran:
         return
