@@ -34,7 +34,7 @@ def add_parsers(sub) -> None:
     s.set_defaults(func=cmd_pareto)
 
 
-METHOD_HELP = "cp, milp, checkpoint-all, chen-sqrt, revolve, dtr-greedy, sp-knapsack, width-dp"
+METHOD_HELP = "cp, milp, checkpoint-all, chen-sqrt, revolve, dtr-greedy, sp-knapsack, width-dp, scale (large graphs: free order, no cap)"
 
 
 def cmd_remat(args) -> int:

@@ -160,3 +160,32 @@ def test_a_dearer_schedule_is_not_called_optimal():
     else:
         assert res.status in ("optimal", "feasible")
     assert res.lower_bound <= ref.compute
+
+
+@settings(max_examples=150, **SET)
+@given(random_graphs(max_ops=6, max_size=12), st.integers(2, 60))  # > 1: bytes, not a ratio
+def test_dispatch_method_scale_claims_hold_for_the_asked_problem(g, B):
+    """`memsched remat --method scale` (solve_remat): its status and lower bound are claims about
+    free order with unbounded recomputation, checked against the referee of that problem."""
+    from memsched.solvers.remat.dispatch import solve_remat
+
+    ref = referee.remat(g, B, None)
+    res = solve_remat(g, B, method="scale", time_limit=5.0)
+    if ref.compute is None:
+        assert res.schedule is None
+        return
+    assert res.status != "infeasible", res.message
+    if res.lower_bound is not None:
+        assert res.lower_bound <= ref.compute + 1e-9
+    if res.status == "optimal":
+        assert abs(res.compute - ref.compute) <= 1e-9 * max(1.0, ref.compute)
+
+
+def test_dispatch_method_scale_refuses_a_cap_or_the_given_order():
+    from memsched.formulations import MemschedError
+    from memsched.solvers.remat.dispatch import solve_remat
+
+    g = _chain()
+    for kw in ({"cap": 1}, {"order": "given"}, {"objective": "peak"}):
+        with pytest.raises(MemschedError, match="method scale"):
+            solve_remat(g, 40, method="scale", **kw)

@@ -62,7 +62,7 @@ __all__ = ["METHODS", "resolve_budget", "resolve_caps", "solve_remat", "result_j
            "DEFAULT_CP_CAP", "MAX_CP_CAP", "METHOD_SCOPE", "lift_claims", "asked_lower_bound",
            "given_peak", "order_lower_bound", "candidate_orders", "effective_caps", "local_peak_bound"]
 
-METHODS = ("cp", "milp", "checkpoint-all", "chen-sqrt", "revolve", "dtr-greedy", "sp-knapsack", "width-dp")
+METHODS = ("cp", "milp", "checkpoint-all", "chen-sqrt", "revolve", "dtr-greedy", "sp-knapsack", "width-dp", "scale")
 
 # The class each method searches (docs/claims.md); cp names its own (order, internal cap).
 METHOD_SCOPE = {"milp": "given-order-stages", "width-dp": "given-order-stages", "sp-knapsack": "free",
@@ -119,6 +119,16 @@ def solve_remat(graph: Graph, budget, method: str = "cp", cap=None, time_limit: 
             res.status = Status.TIMEOUT
             res.message = ("interrupted; best schedule so far" if res.schedule is not None else "interrupted") \
                 + (f" ({res.message})" if res.message else "")
+    elif method == "scale":
+        # free order, unbounded recomputation, least compute: its floor, its threshold bound and
+        # its "optimal" (bound = compute) are proofs for exactly that problem (docs/remat-scale.md)
+        if cap is not None or order != "free" or objective != "compute":
+            raise MemschedError("remat: --method scale answers free order, unbounded recomputation, least compute "
+                                "only (no --cap, --order free, --objective compute)")
+        from memsched.solvers.remat.scale import solve_scale
+
+        res = solve_scale(graph, B, time_limit=time_limit)
+        res.scope = "free"
     elif method == "milp":
         from memsched.solvers.remat.milp import solve_remat_milp
 
