@@ -120,13 +120,14 @@ def test_progress_lines_speak_in_the_result_units():
     """fcn_8 train at 0.8 (free order), whose costs CP-SAT divides by their gcd (2432):
     the CP-SAT progress lines print compute as the result prints it (at least the baseline,
     never CP-SAT's scaled integers, which would be 2432 times smaller) and the result says
-    why the solve stopped."""
+    why the solve stopped. The free-order stage relaxation may prove it before any CP-SAT search
+    line: its own line (incumbent and bound) speaks the same units."""
     p = subprocess.run([sys.executable, "-c", CHILD, "remat", str(FCN8), "--budget", "0.8", "--cap", "1",
                         "--time-limit", "20", "--workers", "2", "--progress", "--json"], cwd=ROOT,
                        capture_output=True, text=True, timeout=180)
     assert p.returncode == 0, p.stderr[-1500:]
     d = json.loads(p.stdout)
-    cp_lines = [ln for ln in p.stderr.splitlines() if "CP-SAT search" not in ln and re.search(r"\[(solve|phase)", ln)]
+    cp_lines = [ln for ln in p.stderr.splitlines() if "CP-SAT search" not in ln and re.search(r"\[(solve|phase|bounds)", ln)]
     # the incumbent of each line (the first figure; the second is the bound), printed to 6 digits
     computes = [float(m.group(1)) for ln in cp_lines for m in [re.search(r"s  compute (\d[\d.e+]*)", ln)] if m]
     assert computes, p.stderr[-1500:]

@@ -468,6 +468,8 @@ def _free_relaxation(s: _Solve) -> SolveResult | None:
         s.hint = rb.schedule
         s.hint_time = s.elapsed()
         s.params["free_relaxation"]["schedule"] = True
+    s.say("bounds", f"compute {evaluate(g, s.hint).compute:.6g}  bound compute {s.floor:.6g} "
+                    "(after the free-order stage relaxation)")
     if same_value(s.floor, evaluate(g, s.hint).compute, "compute"):
         return s.result(s.hint, status=Status.OPTIMAL, objective="compute", lower_bound=s.floor,
                         extra={"time_to_best_s": round(s.hint_time, 3)},
