@@ -48,7 +48,8 @@ from dataclasses import dataclass, field
 
 from .errors import MemschedError
 from .graph import Graph
-from .schedule import COMPUTE, Schedule
+from .remat_given_relax import walk_stages
+from .schedule import Schedule
 
 __all__ = ["FreeRelaxation", "build_free_relaxation", "downsets", "TooManyDownsets", "FreeBuildDeadline"]
 
@@ -114,28 +115,18 @@ class FreeRelaxation:
         O(events x tensors)."""
         g = self.graph
         index = {D: i for i, D in enumerate(self.nodes)}
-        node, D, seen = 0, 0, set()
         path_nodes, path_edges = {0}, set()
-        resident = set(g.input_idx)
-        s_val = {(0, j): 1 for j in g.input_idx}
-        r_val: dict = {}
-        for kind, x in schedule.events:
-            if kind == COMPUTE:
-                resident.update(g.op_out[x])
-                if x in seen:
-                    if (node, x) not in self.R:
-                        return None
-                    r_val[(node, x)] = 1
-                    continue
-                seen.add(x)
-                D |= 1 << x
-                path_edges.add((node, x))
-                node = index[D]
-                path_nodes.add(node)
-                for j in resident:
-                    s_val[(node, j)] = 1
-            else:
-                resident.discard(x)
+
+        def advance(node, x):  # the down-set grows by x: the path takes edge (node, x)
+            path_edges.add((node, x))
+            nxt = index[self.nodes[node] | (1 << x)]
+            path_nodes.add(nxt)
+            return nxt
+
+        walked = walk_stages(g, schedule, self.R, advance)
+        if walked is None:
+            return None
+        s_val, r_val = walked
         nxt = {a: v for (a, v) in path_edges}
         vals = {}
         for key, var in self.X.items():

@@ -49,7 +49,37 @@ from .errors import MemschedError
 from .graph import Graph
 from .schedule import COMPUTE, Schedule
 
-__all__ = ["GivenRelaxation", "build_given_relaxation", "given_relaxation_size", "BuildDeadline"]
+__all__ = ["GivenRelaxation", "build_given_relaxation", "given_relaxation_size", "BuildDeadline", "walk_stages"]
+
+def walk_stages(g: Graph, schedule: Schedule, R: dict, advance):
+    """The stage values of ``schedule`` shared by the stage relaxations (given order, free
+    order over down-sets, positions): ``s_val[(stage, j)] = 1`` when tensor j is resident as
+    ``stage`` begins, ``r_val[(stage, v)] = 1`` when operator v is recomputed within ``stage``.
+    ``advance(stage, v)`` gives the stage after the first computation of v (None: outside the
+    relaxation's class). None when a recomputation has no variable in ``R`` or ``advance``
+    refuses. O(events x tensors)."""
+    stage, seen = 0, set()
+    resident = set(g.input_idx)
+    s_val = {(0, j): 1 for j in g.input_idx}
+    r_val: dict = {}
+    for kind, x in schedule.events:
+        if kind != COMPUTE:
+            resident.discard(x)
+            continue
+        resident.update(g.op_out[x])
+        if x in seen:
+            if (stage, x) not in R:
+                return None
+            r_val[(stage, x)] = 1
+            continue
+        seen.add(x)
+        stage = advance(stage, x)
+        if stage is None:
+            return None
+        for j in resident:
+            s_val[(stage, j)] = 1
+    return s_val, r_val
+
 
 
 @dataclass
@@ -74,26 +104,11 @@ class GivenRelaxation:
         O(events x tensors)."""
         g = self.graph
         pi = self.order
-        stage, seen = 0, set()
-        resident = set(g.input_idx)
-        s_val = {(0, j): 1 for j in g.input_idx}
-        r_val: dict = {}
-        for kind, x in schedule.events:
-            if kind == COMPUTE:
-                resident.update(g.op_out[x])
-                if x in seen:
-                    if (stage, x) not in self.R:
-                        return None
-                    r_val[(stage, x)] = 1
-                    continue
-                if stage >= len(pi) or pi[stage] != x:
-                    return None
-                seen.add(x)
-                stage += 1
-                for j in resident:
-                    s_val[(stage, j)] = 1
-            else:
-                resident.discard(x)
+        walked = walk_stages(g, schedule, self.R,
+                             lambda stage, x: stage + 1 if stage < len(pi) and pi[stage] == x else None)
+        if walked is None:
+            return None
+        s_val, r_val = walked
         vals = {}
         for key, var in self.R.items():
             vals[var.Index()] = r_val.get(key, 0)

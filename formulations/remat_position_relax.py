@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 
 from .errors import MemschedError
 from .graph import Graph
-from .schedule import COMPUTE, Schedule
+from .remat_given_relax import walk_stages
+from .schedule import Schedule
 
 __all__ = ["PositionRelaxation", "build_position_relaxation"]
 
@@ -64,26 +65,16 @@ class PositionRelaxation:
         recomputes an operator that has no variable."""
         g = self.graph
         n = g.n_ops
-        k, seen = 0, set()
         pos: dict = {}
-        resident = set(g.input_idx)
-        s_val = {(0, j): 1 for j in g.input_idx}
-        r_val: dict = {}
-        for kind, x in schedule.events:
-            if kind == COMPUTE:
-                resident.update(g.op_out[x])
-                if x in seen:
-                    if (k, x) not in self.R:
-                        return None
-                    r_val[(k, x)] = 1
-                    continue
-                seen.add(x)
-                pos[x] = k
-                k += 1
-                for j in resident:
-                    s_val[(k, j)] = 1
-            else:
-                resident.discard(x)
+
+        def advance(k, x):  # x is the k-th first computation
+            pos[x] = k
+            return k + 1
+
+        walked = walk_stages(g, schedule, self.R, advance)
+        if walked is None:
+            return None
+        s_val, r_val = walked
         at = {p: v for v, p in pos.items()}
         vals = {}
         for (kk, v), var in self.P.items():
