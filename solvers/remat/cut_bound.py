@@ -1,0 +1,367 @@
+"""The moment-cut covering bound: a lower bound on rematerialization compute (and an
+infeasibility proof) from the memory at each operator's first computation.
+
+Problem: least compute of a schedule with peak <= B (docs/remat.md). Proof in docs/remat.md,
+"Moment-cut covering bound"; in short:
+
+Fix an operator x and the moment of its *first* computation. A tensor t produced by an
+operator p that surely ran before that moment (free order: a strict ancestor of x; given
+order: an operator before x in the given order) and read later (by a consumer that surely
+runs after that moment: a strict descendant of x, or an operator after x in the given order)
+or required at the end, is either resident at that moment or produced again afterwards, so p
+runs at least twice. With y_p = 1 iff p runs at least twice (y_p = 0 when p may not run
+again: cap 0), every schedule of the class within B satisfies, for every x,
+
+    need_x + hard_x + sum_{t in T_x} size(t) * (1 - y_{producer(t)}) <= B
+
+(need_x: x's inputs, outputs and workspace, the always-resident inputs; hard_x: the tensors
+that must be resident at that moment and cannot come back: graph inputs read later, outputs
+of operators that may not run again), and its compute is >= baseline + sum_p cost_p * y_p.
+The least value of that 0/1 covering program (or any proven bound below it: CP-SAT's
+objective bound, the program with only some of its rows) is a lower bound on extra compute;
+a moment whose hard part alone exceeds B proves that no schedule of the class fits B.
+
+Classes: ``order="free"`` holds for every schedule (any order, any recomputation, so every
+cap and the given-order class too); ``order="given"`` (prefix and suffix of the given order
+instead of ancestors and descendants) holds for schedules whose first computations follow
+the given order only. Both hold for any caps; ``caps`` only fixes y_p = 0 where cap_p = 0.
+
+Complexity: the reach sets as bitsets, O(n x edges / 64) words (free order) and a packed
+tensor x moment matrix of O(tensors x n / 8) bytes; each check of a candidate y is
+O(tensors x n) in numpy; the covering program keeps only the moments it needs (rows added
+lazily, most violated first). Bounded by ``time_limit`` from its first step.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from functools import reduce
+
+import numpy as np
+
+from memsched.formulations import Graph
+
+__all__ = ["CutCoverBound", "cut_cover_bound", "moment_rows"]
+
+#: moments added to the covering program per round (most violated first)
+ROWS_PER_ROUND = 64
+#: packed-matrix columns unpacked at once when summing rows (memory ~ tensors x CHUNK bytes)
+CHUNK = 2048
+
+
+@dataclass
+class CutCoverBound:
+    """``extra``: proven least extra compute of every schedule of the class within B;
+    ``infeasible``: no schedule of the class fits B (``reason`` says which moment);
+    ``complete``: the covering program was solved to optimality over all its moments;
+    ``stats``: sizes and times; ``checks``: (extra so far, what, seconds) per round."""
+    baseline: float
+    order: str = "free"
+    extra: float = 0.0
+    infeasible: bool = False
+    reason: str | None = None
+    complete: bool = False
+    stats: dict = field(default_factory=dict)
+    checks: list = field(default_factory=list)
+
+    @property
+    def lower_bound(self) -> float:
+        return self.baseline + self.extra
+
+
+class _Deadline(Exception):
+    pass
+
+
+@dataclass
+class MomentRows:
+    """The covering program's data, in column space (free: operator index; given: position
+    in the given order). ``room[x]`` = B - need_x - hard_x; ``soft_t`` the tensors that may be
+    dropped and recomputed (their producer in ``soft_prod``), ``X`` their packed moment sets
+    (row per soft tensor, bit x set iff the tensor counts at moment x)."""
+    col_op: list[int]
+    room: np.ndarray  # int64 per column
+    soft_t: np.ndarray  # tensor indices
+    soft_size: np.ndarray  # float64 sizes of soft_t
+    soft_prod: np.ndarray  # producer (operator index) of each soft tensor
+    X: np.ndarray  # uint8 packed, shape (len(soft_t), ceil(n / 8)), bit order little
+    soft_sum: np.ndarray  # per column: bytes of soft tensors counted there
+
+
+def _mask_to_bits(m: int, nbytes: int) -> np.ndarray:
+    return np.frombuffer(m.to_bytes(nbytes, "little"), dtype=np.uint8)
+
+
+def moment_rows(graph: Graph, B: int, caps=None, order: str = "free", *, costs_free=None,
+                deadline: float | None = None) -> MomentRows:
+    """The moments' data (see :class:`MomentRows`). ``caps``: per-operator extra runs (None or
+    None entries: unbounded); an operator with cap 0 cannot run again, so its tensors are
+    hard. ``costs_free``: operators whose cost is 0 (running them again is free: their
+    tensors weigh nothing in the program and are left out). Raises _Deadline past
+    ``deadline`` (time.perf_counter())."""
+    g = graph
+    n = g.n_ops
+    if order == "given":
+        col_op = g.given_order()
+    else:
+        col_op = list(range(n))
+    col = [0] * n
+    for k, v in enumerate(col_op):
+        col[v] = k
+    nbytes = (n + 7) // 8
+    full = (1 << n) - 1
+
+    def check_time():
+        if deadline is not None and time.perf_counter() > deadline:
+            raise _Deadline
+
+    if order == "given":
+        # before(x): columns < col(x); after(x): columns > col(x)
+        def after_mask_of_op(v):  # the columns of moments x whose first run surely precedes v's
+            return (1 << col[v]) - 1  # columns < col(v)
+
+        def later_than_op(p):  # moments x surely after p's first run: columns > col(p)
+            return full ^ ((1 << (col[p] + 1)) - 1)
+    else:
+        anc, desc = g.reach_masks()
+
+        def after_mask_of_op(v):  # moments x that are strict ancestors of v
+            return anc[v]
+
+        def later_than_op(p):  # moments x that are strict descendants of p
+            return desc[p]
+
+    can_again = [caps is None or caps[v] is None or caps[v] > 0 for v in range(n)]
+    free_again = costs_free or set()
+    always = g.always_resident_idx()
+    const = sum(g.size[j] for j in always)
+    need = np.zeros(n, dtype=np.int64)  # per column
+    for v in range(n):
+        b = sum(g.size[j] for j in g.op_in[v] if j not in always) + sum(g.size[j] for j in g.op_out[v])
+        need[col[v]] = const + b + g.workspace[v]
+    hard = np.zeros(n, dtype=np.int64)
+    hard_masks: list[tuple[int, int]] = []  # (mask, size)
+    soft: list[tuple[int, int, int]] = []  # (tensor, mask, producer)
+    outs = g.output_idx
+    for j in range(g.n_tensors):
+        if j in always or g.size[j] == 0:
+            continue
+        cons = g.consumers[j]
+        p = g.producer[j]
+        if not cons and j not in outs:
+            continue
+        cmask = 0
+        for c in cons:
+            cmask |= 1 << col[c]
+        if j in outs:
+            reach = full
+        else:
+            reach = 0
+            for c in cons:
+                reach |= after_mask_of_op(c)
+        if p == -1:
+            m = reach & ~cmask  # a graph input: resident until its last read, never recomputed
+            if m:
+                hard_masks.append((m, g.size[j]))
+            continue
+        m = later_than_op(p) & reach & ~cmask
+        if not m:
+            continue
+        if not can_again[p]:
+            hard_masks.append((m, g.size[j]))
+        elif p in free_again:
+            continue
+        else:
+            soft.append((j, m, p))
+        if len(soft) % 512 == 0:
+            check_time()
+    for m, s in hard_masks:
+        hard += s * np.unpackbits(_mask_to_bits(m, nbytes), bitorder="little")[:n].astype(np.int64)
+    check_time()
+    room = B - need - hard
+    if soft:
+        X = np.stack([_mask_to_bits(m, nbytes) for _j, m, _p in soft])
+    else:
+        X = np.zeros((0, nbytes), dtype=np.uint8)
+    soft_t = np.array([j for j, _m, _p in soft], dtype=np.int64)
+    soft_size = np.array([g.size[j] for j, _m, _p in soft], dtype=np.float64)
+    soft_prod = np.array([p for _j, _m, p in soft], dtype=np.int64)
+    rows = MomentRows(col_op=col_op, room=room, soft_t=soft_t, soft_size=soft_size, soft_prod=soft_prod, X=X,
+                      soft_sum=np.zeros(n))
+    rows.soft_sum = _row_sums(rows, soft_size, n, deadline)
+    return rows
+
+
+def _row_sums(rows: MomentRows, weights: np.ndarray, n: int, deadline=None) -> np.ndarray:
+    """sum over soft tensors t of weights[t] * [t counts at moment x], per column x."""
+    out = np.zeros(n)
+    if len(weights) == 0 or n == 0:
+        return out
+    cb = CHUNK // 8
+    for b0 in range(0, rows.X.shape[1], cb):
+        if deadline is not None and time.perf_counter() > deadline:
+            raise _Deadline
+        blk = np.unpackbits(rows.X[:, b0:b0 + cb], axis=1, bitorder="little")
+        lo = b0 * 8
+        hi = min(n, lo + blk.shape[1])
+        out[lo:hi] = weights @ blk[:, :hi - lo]
+    return out
+
+
+def _column(rows: MomentRows, x: int) -> np.ndarray:
+    """0/1 per soft tensor: does it count at moment (column) x."""
+    return (rows.X[:, x >> 3] >> (x & 7)) & 1
+
+
+def _int_costs(costs):
+    """(scale, ints) with ints[v] <= cost[v] * scale exactly, so that an integer bound on
+    sum ints * y, divided by scale, is a bound on sum cost * y. Integer costs: divided by
+    their gcd (scale = 1 / gcd); else floor(cost * 10**6)."""
+    if all(float(c).is_integer() for c in costs):
+        ints = [int(c) for c in costs]
+        gg = reduce(math.gcd, ints, 0) or 1
+        return 1.0 / gg, [c // gg for c in ints]
+    return float(10**6), [int(math.floor(c * 10**6)) for c in costs]
+
+
+def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, time_limit: float = 10.0,
+                    upto: float | None = None, workers: int = 1, seed: int = 0,
+                    rows_per_round: int = ROWS_PER_ROUND) -> CutCoverBound:
+    """The moment-cut covering bound (module docstring) for budget ``B`` (bytes).
+
+    Parameters
+    ----------
+    caps : list or None
+        Extra computations per operator (None or None entries: unbounded); only cap 0 matters.
+    order : "free" (valid for every schedule) or "given" (valid for schedules whose first
+        computations follow the given order).
+    time_limit : float
+        Seconds from the first step; the bound found so far stands when it runs out.
+    upto : float, optional
+        Stop once the proven extra reaches it (e.g. an incumbent's extra compute).
+
+    Returns
+    -------
+    CutCoverBound
+    """
+    from ortools.sat.python import cp_model
+
+    from memsched.solvers.engines.cpsat import solve_cpsat
+
+    if order not in ("free", "given"):
+        raise ValueError(f"cut_cover_bound: order must be 'free' or 'given', got {order!r}")
+    t0 = time.perf_counter()
+    deadline = t0 + max(0.0, float(time_limit))
+    g = graph
+    n = g.n_ops
+    out = CutCoverBound(baseline=g.total_cost(), order=order)
+    if n == 0:
+        out.complete = True
+        return out
+    zero = {v for v in range(n) if g.cost[v] == 0}
+    try:
+        rows = moment_rows(g, int(B), caps, order, costs_free=zero, deadline=deadline)
+    except _Deadline:
+        out.checks.append((0.0, "moments not built in time", round(time.perf_counter() - t0, 3)))
+        return out
+    out.stats = {"moments": n, "soft_tensors": int(len(rows.soft_t)), "build_s": round(time.perf_counter() - t0, 3)}
+    neg = np.flatnonzero(rows.room < 0)
+    if len(neg):
+        x = int(neg[0])
+        v = rows.col_op[x]
+        out.infeasible = out.complete = True
+        out.reason = (f"at the first computation of {g.ops[v].name!r} the tensors that must be resident "
+                      f"(its inputs, outputs and workspace, the always-resident inputs, graph inputs read later, "
+                      f"outputs of operators that may not run again read later) need {int(B - rows.room[x])} bytes "
+                      f"> budget {int(B)}" + (" (first computations in the given order)" if order == "given" else ""))
+        return out
+    demand = rows.soft_sum - rows.room  # > 0: the moment forces recomputation
+    active = np.flatnonzero(demand > 0.5)
+    out.stats["tight_moments"] = int(len(active))
+    if not len(active):
+        out.complete = True
+        return out
+    scale, icost = _int_costs(g.cost)
+    prods = sorted(set(int(p) for p in rows.soft_prod))
+    pidx = {p: k for k, p in enumerate(prods)}
+    tprod = np.array([pidx[int(p)] for p in rows.soft_prod], dtype=np.int64)
+
+    def row_coeffs(x):
+        col = _column(rows, x).astype(np.float64) * rows.soft_size
+        w = np.bincount(tprod, weights=col, minlength=len(prods))
+        return w
+
+    md = cp_model.CpModel()
+    y = [md.NewBoolVar(f"y{p}") for p in prods]
+    md.Minimize(sum(icost[p] * y[k] for k, p in enumerate(prods)))
+    added: set = set()
+    seen_rows: set = set()
+    nnz = 0
+
+    def add_row(x) -> bool:
+        nonlocal nnz
+        w = row_coeffs(x)
+        d = int(math.ceil(demand[x] - 1e-9))
+        ks = np.flatnonzero(w > 0)
+        # coefficient clipping (a 0/1 covering row: w_k y_k >= d holds with min(w_k, d))
+        coefs = [int(min(int(round(w[k])), d)) for k in ks]
+        key = (tuple(int(k) for k in ks), tuple(coefs), d)
+        added.add(x)
+        if key in seen_rows:
+            return False
+        seen_rows.add(key)
+        md.Add(sum(c * y[int(k)] for c, k in zip(coefs, ks)) >= d)
+        nnz += len(ks)
+        return True
+
+    # first round: the most demanding moments
+    for x in active[np.argsort(-demand[active], kind="stable")][:rows_per_round]:
+        add_row(int(x))
+    rounds = 0
+    best = 0.0
+    while True:
+        left = deadline - time.perf_counter()
+        if left < 0.05:
+            break
+        rounds += 1
+        run = solve_cpsat(md, time_limit=left, workers=workers, seed=seed, name="remat-cut-cover")
+        if run.interrupted:
+            raise KeyboardInterrupt
+        if run.status == "infeasible":  # cannot happen: y = 1 everywhere meets every row (room >= 0)
+            from memsched.solvers.result import SolverDisagreement
+
+            raise SolverDisagreement("cut_cover_bound: the covering program has no solution, though every "
+                                     "moment has room >= 0")
+        bound = run.solver.BestObjectiveBound()
+        if math.isfinite(bound):
+            # CP-SAT's bound on an integer objective: round up to the next integer (exact integers)
+            val = math.ceil(bound - 1e-6) / scale
+            best = max(best, val)
+        out.extra = best
+        out.checks.append((best, f"round {rounds}: {len(added)} moments, {run.status}",
+                           round(time.perf_counter() - t0, 3)))
+        if upto is not None and best >= upto - 1e-9:
+            break
+        if run.status != "optimal":
+            break
+        yv = np.array([run.solver.BooleanValue(v) for v in y], dtype=np.float64)
+        try:
+            kept = _row_sums(rows, rows.soft_size * (1.0 - yv[tprod]), n, deadline)
+        except _Deadline:
+            break
+        viol = np.flatnonzero(kept > rows.room + 0.5)
+        viol = np.array([x for x in viol if int(x) not in added], dtype=np.int64)
+        if not len(viol):
+            out.complete = True
+            break
+        excess = kept[viol] - rows.room[viol]
+        new = 0
+        for x in viol[np.argsort(-excess, kind="stable")][:rows_per_round]:
+            new += add_row(int(x))
+        if not new:  # every violated moment repeats a row already in the program: cannot happen
+            out.complete = True
+            break
+    out.stats.update({"rounds": rounds, "rows": len(seen_rows), "nonzeros": nnz, "variables": len(prods),
+                      "s": round(time.perf_counter() - t0, 3)})
+    return out
