@@ -32,6 +32,15 @@ class EqClassMixin:
         # float sum over the classes depends on their order)
         ints = all(isinstance(c, int) for c in self.o_cost)
         self.st_en = [set() for _ in range(self.trace.n_tensors)] if ints else None
+        # the compiled scan's array mirrors (integer costs; solvers/dtr/eqscan.py)
+        self._eqk = None
+        if ints and getattr(self, "eq_kernel", False):
+            from . import eqscan
+            from .heuristics import spec
+
+            mode = eqscan.DENOMINATORS.get(spec(self.h).denominator)
+            if eqscan.AVAILABLE and mode is not None:
+                self._eqk = eqscan.EqKernel(self.trace.n_tensors, mode)
 
     def _eq_issue(self, s: int) -> None:
         """A new storage ``s`` is issued: a class node of value 0, counted as evicted until
@@ -40,18 +49,26 @@ class EqClassMixin:
         self.uf_parent.append(-1)
         self.uf_val.append(0)
         self.evicted.add(s)
+        k = self._eqk
+        if k is not None:
+            k.ecn[s] = k.nn
+            k.node(0)
 
     def _eq_materialized(self, rst) -> None:
         """The storages ``rst`` were made material: each lowers its class's value by its
         compute and leaves its class (the class is not split)."""
         ecn = self.st_ecn
         en = self.st_en
+        k = self._eqk
         for s in rst:
             e = ecn[s]
             if e != -1:
                 r = self._find(e)
                 self.uf_val[r] = self.uf_val[r] - self.st_comp[s]
                 ecn[s] = -1
+                if k is not None:
+                    k.set_val(r, self.uf_val[r])
+                    k.ecn[s] = -1
             if en is not None:
                 for n in self.adj_p[s]:
                     en[n].discard(s)
@@ -66,6 +83,10 @@ class EqClassMixin:
         self.uf_parent.append(-1)
         self.uf_val.append(self.st_comp[s])
         self.st_ecn[s] = node
+        k = self._eqk
+        if k is not None:
+            k.ecn[s] = node
+            k.node(self.st_comp[s])
         en = self.st_en
         if en is not None:
             for n in self.adj_p[s]:
@@ -80,6 +101,9 @@ class EqClassMixin:
             if left != r:
                 self.uf_parent[left] = r
                 self.uf_val[r] = self.uf_val[left] + self.uf_val[r]
+                if k is not None:
+                    k.par[left] = r
+                    k.set_val(r, self.uf_val[r])
 
     def _eq_new_edges(self, ps: int, rs) -> None:
         """New storage edges ps -> rs: each end that is evicted is an evicted neighbour of
@@ -92,6 +116,15 @@ class EqClassMixin:
                     en[ps].add(r)
                 if ps_ev:
                     en[r].add(ps)
+
+    def _eq_pick(self, pool, clock) -> int:
+        """The compiled scan (solvers/dtr/eqscan.py) for pools of 8 storages or more, the
+        Python scan otherwise or when the kernel cannot decide exactly."""
+        if len(pool) >= 8:
+            s = self._eqk.choose(pool, clock)
+            if s is not None:
+                return s
+        return self._py_pick(pool, clock)
 
     def _find(self, e: int) -> int:
         """Root of node ``e`` (path compression)."""

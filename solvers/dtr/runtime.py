@@ -102,6 +102,9 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
         'remat_exceeded' or 'oom'), ``failure['kind'] == 'thrash_or_oom'`` with the
         position, clock and bound; clock, peak and evictions are those at the stop, not the
         full run's. Runs that do not stop early are unchanged.
+    eq_kernel : bool
+        h_DTR-EqClass and the ``ab-eq*`` ablations with integer costs: choose with the
+        compiled scan (:mod:`.eqscan`, the same choices); False: the Python scan only.
 
     After :meth:`run`: ``clock``, ``peak``, ``evictions``, ``eager_evictions``,
     ``remat_compute``, ``remat_count``, ``failure``, ``events`` (record mode), and the
@@ -114,7 +117,8 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
     def __init__(self, trace: DTRTrace, budget, heuristic: str = "dtr", *, remat_limit=INF,
                  eager: bool = True, record: bool = False, seed: int = 0, pin_extra=(),
                  workspace=None, deadline: float | None = None, closure_cache: bool = True,
-                 early_stop: bool = False):
+                 early_stop: bool = False, eq_kernel: bool = True):
+        self.eq_kernel = eq_kernel
         self._init_config(trace, budget, heuristic, remat_limit, eager, record, seed, pin_extra, deadline)
         self._init_state(workspace)
         if self.use_regions:
@@ -245,8 +249,13 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
         policy = spec(self.h).policy
         if policy == "window" and not getattr(self, "address_aware", False):
             raise MemschedError(f"heuristic {self.h} evicts address windows: give --allocator first-fit or best-fit")
+        eqk = getattr(self, "_eqk", None)
+        self._lastm = eqk.last_arr if eqk is not None else None
         if policy in ("least", "window"):  # window: the allocator runtime chooses the windows
             self._pick = scan
+            if policy == "least" and self.use_eq and self._eqk is not None:
+                self._py_pick = scan
+                self._pick = self._eq_pick
         elif policy == "random":
             self._pick = self._choose_random
         else:
@@ -311,6 +320,7 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
         res = op.results
         args = op.args
         t_storage, st_tensors, st_rext, st_comp = self.t_storage, self.st_tensors, self.st_rext, self.st_comp
+        eqk = self._eqk if self.use_eq else None
         for i, t in enumerate(res):
             # output i: its storage (new, or its aliased argument's), one external ref, and
             # the storage's compute (the distinct operators over its tensors)
@@ -330,6 +340,8 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
             st_rext[s] += 1
             c = op.cost if len(ts) == 1 else self._storage_compute(ts)
             st_comp[s] = c
+            if eqk is not None:
+                eqk.set_storage(s, self.st_size[s], c)
             if self.use_regions:
                 self._set_comp(s, c)
         if self.use_adj and args:
@@ -337,8 +349,11 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
         self.materialize(res[0], False)
         clock = self.clock
         st_last, pin_extra = self.st_last, self.pin_extra
+        lastm = self._lastm
         for t in res:
             st_last[t_storage[t]] = clock
+            if lastm is not None:
+                lastm[t_storage[t]] = clock
             if pin_extra and t in pin_extra:
                 self.pin(t)
 
@@ -367,6 +382,14 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
                 self._regions_new_edges(ps, rs)
             elif self.use_eq and self.st_en is not None:
                 self._eq_new_edges(ps, rs)
+                eqk = self._eqk
+                if eqk is not None:  # the compiled scan's neighbour lists
+                    ac = adj_c[ps]
+                    for r in rs:
+                        if r not in ac:
+                            eqk.edge(ps, r)
+                        if ps not in adj_p[r]:
+                            eqk.edge(r, ps)
             adj_c[ps].update(rs)
             for r in rs:
                 adj_p[r].add(ps)
@@ -388,6 +411,10 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
         clock = self.clock
         for p in parents:
             st_last[t_storage[p]] = clock
+        lastm = self._lastm
+        if lastm is not None:  # the compiled eq scan's copy (eqscan.EqKernel.last_arr)
+            for p in parents:
+                lastm[t_storage[p]] = clock
         # lock the defined parents (in order), then materialize and lock the undefined ones
         # (locking defines nothing, so both lists are those of the state on entry)
         st_rint, pool = self.st_rint, self.pool
@@ -684,6 +711,8 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
         d["rng"] = rng
         if self.use_eq and self.st_en is not None:
             d["st_en"] = [set(x) for x in self.st_en]
+            if self._eqk is not None:
+                d["_eqk"] = self._eqk.copy()
         if self.use_adj:
             d["adj_c"] = [set(x) for x in self.adj_c]
             d["adj_p"] = [set(x) for x in self.adj_p]
