@@ -242,7 +242,9 @@ def _phases(s: _Solve) -> SolveResult:
     res = _refute_locally(s)
     if res is not None:
         return res
-    _compute_floor(s)
+    res = _compute_floor(s)
+    if res is not None:
+        return res
     res = _warm_starts(s)
     if res is not None:
         return res
@@ -295,18 +297,44 @@ def _refute_locally(s: _Solve) -> SolveResult | None:
     return None
 
 
-def _compute_floor(s: _Solve) -> None:
+def _compute_floor(s: _Solve) -> SolveResult | None:
     """When no plain order can fit B (ordering lower bound > B; in the given class the
     given order's peak), every schedule within B recomputes some operator allowed to
-    recompute (docs/remat.md, "Compute floor")."""
+    recompute (docs/remat.md, "Compute floor"). Then the moment-cut covering bound
+    (``_cut_floor``): a floor, or a refutation of the budget."""
     if s.objective != "compute" or s.B is None:
-        return
+        return None
     olb = given_peak(s.graph) if s.gmodel else order_lower_bound(s.graph)
     if olb > s.B:
         extra_costs = [s.graph.cost[v] for v in range(s.n) if s.ecaps[v] > 0]
         if extra_costs:
             s.floor = s.baseline + float(min(extra_costs))
             s.params["recompute_needed"] = f"ordering lower bound {olb} > budget {s.B}"
+    return _cut_floor(s)
+
+
+#: share of the time left for the moment-cut covering bound (it stops early when solved)
+CUT_SHARE = 0.15
+
+
+def _cut_floor(s: _Solve) -> SolveResult | None:
+    """The moment-cut covering bound (solvers/remat/cut_bound.py; docs/remat.md) with the asked
+    caps: its given-order variant when the model's class is the given one (asked, or the only
+    topological order), else its free-order variant; both hold for the asked problem. It
+    raises the floor, or refutes the budget for the asked problem."""
+    from memsched.solvers.remat.cut_bound import cached_cut_cover_bound
+
+    t = time.perf_counter()
+    s.say("bounds", "moment-cut covering bound")
+    cb = cached_cut_cover_bound(s.graph, s.B, s.caps, "given" if s.gmodel else "free",
+                                time_limit=CUT_SHARE * s.left(), workers=s.workers, seed=s.seed)
+    s.params["cut_cover_bound"] = {"extra": cb.extra, "complete": cb.complete, "infeasible": cb.infeasible,
+                                   "s": round(time.perf_counter() - t, 3), **cb.stats}
+    if cb.infeasible:
+        s.params["refutes_asked_problem"] = True
+        return s.infeasible(cb.reason, proof="local", stop="proved infeasible by the moment-cut covering bound")
+    s.floor = max(s.floor, cb.lower_bound)
+    return None
 
 
 def _warm_starts(s: _Solve) -> SolveResult | None:

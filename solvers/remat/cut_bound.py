@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -42,7 +43,7 @@ import numpy as np
 
 from memsched.formulations import Graph
 
-__all__ = ["CutCoverBound", "cut_cover_bound", "moment_rows"]
+__all__ = ["CutCoverBound", "cut_cover_bound", "cached_cut_cover_bound", "moment_rows"]
 
 #: moments added to the covering program per round (most violated first)
 ROWS_PER_ROUND = 64
@@ -365,3 +366,23 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
     out.stats.update({"rounds": rounds, "rows": len(seen_rows), "nonzeros": nnz, "variables": len(prods),
                       "s": round(time.perf_counter() - t0, 3)})
     return out
+
+
+_CACHE: dict = {}  # (id(graph), B, caps, order) -> (weakref to graph, time_limit, CutCoverBound)
+
+
+def cached_cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *,
+                           time_limit: float = 5.0, workers: int = 1, seed: int = 0) -> CutCoverBound:
+    """:func:`cut_cover_bound`, remembered per (graph object, B, caps, order):
+    the CP driver and the claims (``dispatch.lift_claims``) ask for the same bound; a
+    remembered result is reused when it is complete or had at least ``time_limit``."""
+    key = (id(graph), int(B), None if caps is None else tuple(caps), order)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0]() is graph and (hit[2].complete or hit[1] >= time_limit):
+        return hit[2]
+    res = cut_cover_bound(graph, B, caps, order, time_limit=time_limit, workers=workers, seed=seed)
+    if len(_CACHE) >= 16:
+        for k in [k for k, v in _CACHE.items() if v[0]() is None] or list(_CACHE)[:8]:
+            _CACHE.pop(k, None)
+    _CACHE[key] = (weakref.ref(graph), time_limit, res)
+    return res

@@ -222,7 +222,10 @@ def asked_lower_bound(graph: Graph, problem: RematProblem):
 
     Compute objective: every operator runs at least once (the baseline); when no plain
     order fits the budget (ordering lower bound > B), some operator with a positive cap
-    runs twice (docs/remat.md, "Compute floor"). Peak objective: the initial memory and each
+    runs twice (docs/remat.md, "Compute floor"); the moment-cut covering bound
+    (solvers/remat/cut_bound.py, docs/remat.md "Moment-cut covering bound": its free-order
+    variant for every problem, its given-order variant when the given order is asked; each
+    bounded by ``CUT_TIME`` seconds). Peak objective: the initial memory and each
     operator's own need while it runs (inputs, outputs, workspace, always-resident bytes)."""
     if problem.objective == "compute":
         lb = graph.total_cost()
@@ -237,8 +240,35 @@ def asked_lower_bound(graph: Graph, problem: RematProblem):
                          if (caps is None or caps[v] is None or caps[v] > 0) and useful(graph, v)]
                 if extra:
                     lb += float(min(extra))
+            for cb in _cut_bounds(graph, problem):
+                if not cb.infeasible:
+                    lb = max(lb, cb.lower_bound)
         return lb
     return local_peak_bound(graph)
+
+
+#: seconds each moment-cut covering bound may take in the claims (remembered per graph and budget)
+CUT_TIME = 5.0
+
+
+def _cut_bounds(graph: Graph, problem: RematProblem) -> list:
+    """The moment-cut covering bounds that hold for ``problem`` (free order: always; given
+    order: when asked), for its budget and caps."""
+    from memsched.solvers.remat.cut_bound import cached_cut_cover_bound
+
+    caps = None if problem.caps is None else list(problem.caps)
+    orders = ("free", "given") if problem.order == "given" else ("free",)
+    return [cached_cut_cover_bound(graph, problem.budget, caps, o, time_limit=CUT_TIME) for o in orders]
+
+
+def _cut_infeasibility(graph: Graph, problem: RematProblem) -> str | None:
+    """The moment-cut covering bound's refutation of the budget, when it has one for ``problem``."""
+    if problem.budget is None:
+        return None
+    for cb in _cut_bounds(graph, problem):
+        if cb.infeasible:
+            return cb.reason
+    return None
 
 
 def lift_claims(graph: Graph, res: SolveResult, problem: RematProblem) -> SolveResult:
@@ -282,7 +312,8 @@ def lift_claims(graph: Graph, res: SolveResult, problem: RematProblem) -> SolveR
         else:
             why = None
             if problem.budget is not None:
-                why = local_infeasibility(graph, problem.budget) or pebbling_infeasibility(graph, problem.budget)
+                why = local_infeasibility(graph, problem.budget) or pebbling_infeasibility(graph, problem.budget) \
+                    or _cut_infeasibility(graph, problem)
                 if not why and res.status == Status.INFEASIBLE and res.params.get("refutes_asked_problem"):
                     why = res.message  # the low-budget refutation (docs/remat-low-budgets.md)
             if why:

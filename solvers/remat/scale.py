@@ -20,7 +20,8 @@ graphs within minutes (benchmark section 27), so this module gives
   (costliest first). The schedule is judged by the one evaluator; it proves nothing.
 * **lower bounds valid for the asked problem** (docs/remat-scale.md has the proofs):
   :func:`final_state_floor` (every schedule ends with the pinned inputs and every required
-  output resident, so no budget below that is feasible) and :func:`threshold_order_bound`
+  output resident, so no budget below that is feasible), the moment-cut covering bound
+  (solvers/remat/cut_bound.py, free order; docs/remat.md) and :func:`threshold_order_bound`
   (if no schedule fits B when only operators of cost < t may run more than once, every
   schedule within B runs an operator of cost >= t twice; that restricted problem is refuted
   by the plain-order lower bound of the graph in which the outputs of the operators of cost
@@ -369,7 +370,17 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
                            message=why, wall_s=time.perf_counter() - t0, scope="free",
                            extra={"final_state_floor": floor})
     bt = time_limit / 3 if bound_time is None else bound_time
-    bound = threshold_order_bound(g, B, time_limit=bt)
+    from memsched.solvers.remat.cut_bound import cached_cut_cover_bound
+
+    # the moment-cut covering bound (free order, any recomputation: docs/remat.md); half the bound time
+    tc = time.perf_counter()
+    cut = cached_cut_cover_bound(g, B, None, "free", time_limit=bt / 2)
+    cut_info = {"extra": cut.extra, "complete": cut.complete, "s": round(time.perf_counter() - tc, 3), **cut.stats}
+    if cut.infeasible:
+        return make_result(g, None, solver=SOLVER, status=Status.INFEASIBLE, objective="compute", params=params,
+                           message=cut.reason, wall_s=time.perf_counter() - t0, scope="free",
+                           extra={"final_state_floor": floor, "cut_cover_bound": cut_info})
+    bound = threshold_order_bound(g, B, time_limit=max(0.0, bt - (time.perf_counter() - tc)))
     if orders is None:
         # the given order first (a traced training step runs its forward, then its backward: the
         # two-phase plan's shape), then the heuristics' orders by peak
@@ -404,9 +415,9 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
                 break
             best = (ev.compute, s, f"two-phase checkpointing from the {name} order split at {k} ({mode} greedy"
                     + (f", gap {gap})" if gap is not None else ")"))
-    lb = bound.lower_bound
+    lb = max(bound.lower_bound, cut.lower_bound)
     extra = {"final_state_floor": floor, "bound_checks": bound.checks, "bound_complete": bound.complete,
-             "searches": tried}
+             "cut_cover_bound": cut_info, "searches": tried}
     if best is None:
         return make_result(g, None, solver=SOLVER, status=Status.UNKNOWN, objective="compute", params=params,
                            lower_bound=lb, message=f"no schedule within budget {B} found", extra=extra,
