@@ -44,6 +44,7 @@ supported.
 """
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from functools import reduce
@@ -92,6 +93,42 @@ class RematCP:
     objective: str
     lo: list[int] = field(default_factory=list)  # least slot of each first computation
     info: dict = field(default_factory=dict)
+    # stage_class=True: the time of every computation is a stage event (module docstring)
+    stage_class: bool = False
+    absent: list = field(default_factory=list)  # [v][k]: the start an absent occurrence is pinned to
+    order_pos: list = field(default_factory=list)  # [v]: position of v in the fixed order (stage_class)
+    domains: dict = field(default_factory=dict)  # (v, k) -> allowed start times of a recomputation (stage_class)
+
+    def event_time(self, stage: int, pos: int) -> int:
+        """Stage-class time of the event at position ``pos`` of stage ``stage`` (pos <= stage)."""
+        return stage * self.graph.n_ops + pos
+
+    def _times(self, schedule: Schedule):
+        """The model time of each computation of ``schedule`` in order, or None when the
+        schedule lies outside the model's time structure (stage class: not a stage schedule)."""
+        comps = schedule.computes()
+        if not self.stage_class:
+            return list(range(len(comps)))
+        n = self.graph.n_ops
+        seen = [False] * n
+        nfirst, prev, out = 0, -1, []
+        for v in comps:
+            p = self.order_pos[v]
+            if not seen[v]:
+                seen[v] = True
+                if p != nfirst:
+                    return None
+                t = self.event_time(p, p)
+                nfirst += 1
+            else:
+                if nfirst >= n:
+                    return None  # nothing runs after the last first computation
+                t = self.event_time(nfirst, p)
+            if t <= prev:
+                return None
+            out.append(t)
+            prev = t
+        return out
 
     # -------------------------------------------------------------- hinting
     def hint(self, schedule: Schedule) -> bool:
@@ -105,28 +142,37 @@ class RematCP:
             counts[i] += 1
         if any(counts[i] > self.K[i] for i in range(g.n_ops)) or len(comps) > self.T:
             return False
+        times = self._times(schedule)
+        if times is None:
+            return False
         occ_now = [-1] * g.n_ops
         s_val: dict = {}
         e_val: dict = {}
         in_end: dict = {}
         x_val: dict = {}
-        slot = 0
+        slot = 0  # index of the next computation; its model time is times[slot]
+        after = 0  # model time just after the last computation so far
         for kind, x in schedule.events:
             if kind == COMPUTE:
                 occ_now[x] += 1
                 k = occ_now[x]
-                s_val[(x, k)] = slot
+                if self.absent and k >= len(self.absent[x]):
+                    return False
+                if self.stage_class and k > 0 and times[slot] not in self.domains.get((x, k), ()):
+                    return False  # a recomputation the model's domains leave out
+                s_val[(x, k)] = times[slot]
                 for j in g.op_in[x]:
                     u = g.producer[j]
                     if u != -1:
                         x_val[(u, occ_now[u], x, k)] = 1
+                after = times[slot] + 1
                 slot += 1
             else:  # FREE
                 u = g.producer[x]
                 if u == -1:
-                    in_end[x] = max(slot, 1)
+                    in_end[x] = max(after, 1)
                 else:
-                    e_val[(x, occ_now[u])] = slot
+                    e_val[(x, occ_now[u])] = after
         m = slot
         md = self.model
         md.ClearHints()
@@ -135,7 +181,7 @@ class RematCP:
                 present = (v, k) in s_val
                 if k > 0:
                     md.AddHint(self.pres[v][k], present)
-                sv = s_val.get((v, k), self.lo[v] + k)
+                sv = s_val.get((v, k), self.absent[v][k] if self.absent else self.lo[v] + k)
                 md.AddHint(self.start[v][k], sv)
                 for j in g.op_out[v]:
                     md.AddHint(self.end[(j, k)], e_val.get((j, k), self.T) if present else sv + 1)
@@ -159,32 +205,37 @@ class RematCP:
             for k in range(self.K[v]):
                 if k == 0 or boolean(self.pres[v][k]):
                     slots[value(self.start[v][k])] = (v, k)
-        m = len(slots)
+        times = sorted(slots)  # 0 .. m-1 in the slot model; stage events in the stage class
         free_at: dict[int, list[int]] = {}
         keep = g.pinned_idx | g.output_idx
         events: list[tuple[int, int]] = []
+
+        def last_before(e):  # index of the last computation at a time < e (the copy is freed after it)
+            return max(0, bisect.bisect_left(times, e) - 1)
+
         for j, var in self.input_end.items():
-            free_at.setdefault(min(value(var), m) - 1, []).append(j)
+            free_at.setdefault(last_before(value(var)), []).append(j)
         for j in g.input_idx:
             if j not in keep and j not in self.input_end:
                 events.append((FREE, j))
-        for t in sorted(slots):
+        for t in times:
             v, k = slots[t]
             for j in g.op_out[v]:
                 if j in g.output_idx and (k + 1 >= self.K[v] or not boolean(self.pres[v][k + 1])):
                     continue  # final copy of a required output stays
-                free_at.setdefault(min(value(self.end[(j, k)]), m) - 1, []).append(j)
-        for t in range(m):
+                free_at.setdefault(last_before(value(self.end[(j, k)])), []).append(j)
+        for i, t in enumerate(times):
             v, _k = slots[t]
             events.append((COMPUTE, v))
-            for j in sorted(free_at.get(t, ())):
+            for j in sorted(free_at.get(i, ())):
                 events.append((FREE, j))
         return Schedule(tuple(events))
 
 
 def build_remat_cp(graph: Graph, budget: int | None, caps: list[int], *, objective: str = "compute",
                    compute_budget: float | None = None, fix_order: list[int] | None = None,
-                   prune_useless: bool = True, free_after_last_use: bool = False) -> RematCP:
+                   prune_useless: bool = True, free_after_last_use: bool = False,
+                   stage_class: bool = False) -> RematCP:
     """Build the CP-SAT model of rematerialization (module docstring).
 
     Parameters
@@ -211,6 +262,16 @@ def build_remat_cp(graph: Graph, budget: int | None, caps: list[int], *, objecti
         The second dominance rule: each copy of a tensor that is not a required output ends
         right after the last computation that reads it, or right after it is made when none
         does (docs/remat.md, "Free after last use"; removes no schedule that matters).
+    stage_class : bool
+        Restrict the model to Checkmate's stage class (Moccasin's ``use_stage``; needs a full
+        ``fix_order``): time is the grid of stage events ``t(i, p) = i(i+1)/2 + p``
+        (stage i = 0..n-1, position p = 0..i); the first computation of ``fix_order[i]`` is
+        at ``t(i, i)``, a recomputation of v at ``t(i, pos(v))`` for a stage i > pos(v), so
+        within a stage the recomputations run in order position, each operator at most once,
+        and nothing runs after the last first computation. A *narrower* class than the given
+        order's: its optimum and infeasibility are claims about the stage class only
+        (docs/remat.md, "Stage-class first phase"). With ``prune_useless`` a recomputation of
+        v is only allowed up to the last stage where something can read it.
 
     Returns
     -------
@@ -238,8 +299,13 @@ def build_remat_cp(graph: Graph, budget: int | None, caps: list[int], *, objecti
 
     if objective == "compute" and budget is None:
         raise MemschedError("remat cp: objective 'compute' needs a memory budget")
+    if stage_class and (fix_order is None or sorted(fix_order) != list(range(graph.n_ops))):
+        raise MemschedError("remat cp: the stage class needs a full order of first computations (fix_order)")
     b = _Builder(graph, cp_model.CpModel(), occurrence_counts(graph, caps))
-    b.first_slot_bounds(fix_order)
+    if stage_class:
+        b.stage_grid(fix_order, prune_useless)
+    else:
+        b.first_slot_bounds(fix_order)
     for v in range(graph.n_ops):
         b.add_occurrences(v)
     b.add_required_outputs()
@@ -254,12 +320,15 @@ def build_remat_cp(graph: Graph, budget: int | None, caps: list[int], *, objecti
         b.add_free_after_last_use()
     capacity = b.add_memory(objective, budget)
     div, icost, obj = b.add_objective(objective, capacity, compute_budget)
-    info = {"occurrences": b.T, "slots": b.T, "assign_literals": len(b.assign),
+    info = {"occurrences": sum(b.K), "slots": b.T, "assign_literals": len(b.assign),
             "intervals": len(b.comp_iv) + len(b.ret_iv), "mem_unit": b.unit}
+    if stage_class:
+        info["class"] = "stage"
     return RematCP(model=b.md, graph=graph, T=b.T, K=b.K, pres=b.pres, start=b.start, end=b.end,
                    input_end=b.input_end, assign=b.assign, ncomp=b.ncomp, objective_expr=obj, capacity=capacity,
                    mem_unit=b.unit, const_bytes=b.const_bytes, cost_div=div, icost=icost, objective=objective,
-                   lo=b.lo, info=info)
+                   lo=b.lo, info=info, stage_class=stage_class, absent=b.absent, order_pos=b.order_pos,
+                   domains={key: frozenset(d) for key, d in b.domains.items()})
 
 
 def occurrence_counts(graph: Graph, caps) -> list[int]:
@@ -295,6 +364,10 @@ class _Builder:
         self.input_end: dict = {}
         self.assign: dict = {}
         self.ncomp = md.NewIntVar(self.n, self.T, "ncomp")
+        self.stage = False
+        self.absent: list = [[0] * k for k in K]  # filled by first_slot_bounds / stage_grid
+        self.order_pos: list = []
+        self.domains: dict = {}  # (v, k) -> allowed start times of a recomputation (stage class)
 
     def first_slot_bounds(self, fix_order) -> None:
         """Slot range of each first computation: at least #ancestors before it, at most
@@ -313,6 +386,47 @@ class _Builder:
                 extra_before += K[v] - 1
         self.lo = [max(anc[v], pos_lo[v]) for v in range(n)]
         self.hi = [max(self.lo[v], min(n - 1 - desc[v] + (T - n), T - 1, pos_hi[v])) for v in range(n)]
+        self.absent = [[self.lo[v] + k for k in range(K[v])] for v in range(n)]
+
+    def stage_grid(self, order, prune_useless: bool) -> None:
+        """Stage class: time is the grid of stage events; each first computation is fixed to
+        its own event, each recomputation ranges over the events of its position in later
+        stages (up to the last stage where something can read it, with ``prune_useless``)."""
+        g, n, K = self.g, self.n, self.K
+        self.stage = True
+        pos = [0] * n
+        for i, v in enumerate(order):
+            pos[v] = i
+        self.order_pos = pos
+
+        def t(i, p):  # lexicographic in (stage, position); affine in the stage
+            return i * n + p
+
+        self.T = t(n - 1, n - 1) + 1
+        self.ncomp = self.md.NewIntVar(n, max(n, sum(K)), "ncomp_stage")
+        # last stage whose events a recomputation of v can serve (a reader's first computation
+        # at a stage >= it, or a reader's recomputation there); every stage for a required output
+        last = [n - 1] * n
+        if prune_useless:
+            for v in reversed(order):
+                L = -1
+                for j in g.op_out[v]:
+                    if j in g.output_idx:
+                        L = n - 1
+                    for c in g.consumers[j]:
+                        L = max(L, pos[c], last[c] if K[c] > 1 else -1)
+                last[v] = L
+        self.lo = [t(pos[v], pos[v]) for v in range(n)]
+        self.hi = list(self.lo)
+        self.absent = []
+        for v in range(n):
+            row = [self.lo[v]]
+            for k in range(1, K[v]):
+                stages = range(pos[v] + k, min(n - 1, last[v]) + 1)
+                times = [t(i, pos[v]) for i in stages]
+                self.domains[(v, k)] = times
+                row.append(times[0] if times else t(pos[v], pos[v]))  # never present then
+            self.absent.append(row)
 
     def add_occurrences(self, v: int) -> None:
         """Occurrence k of v: presence, start slot, unit compute interval, and one retention
@@ -322,7 +436,22 @@ class _Builder:
         pv, sv = [], []
         for k in range(self.K[v]):
             p = self.true_lit if k == 0 else md.NewBoolVar(f"p_{v}_{k}")
-            s = (md.NewIntVar(lo, self.hi[v], f"s_{v}_0") if k == 0 else md.NewIntVar(lo + k, T - 1, f"s_{v}_{k}"))
+            if k == 0:
+                s = md.NewIntVar(lo, self.hi[v], f"s_{v}_0")
+            elif self.stage:
+                # s = n * stage + pos(v): a stage variable with an interval domain (a sparse domain
+                # of start times made CP-SAT's presolve take 10 s on random_layered n250)
+                dom = self.domains[(v, k)]
+                n, pv_ = self.n, self.order_pos[v]
+                if dom:
+                    st = md.NewIntVar(min(dom) // n, max(dom) // n, f"st_{v}_{k}")
+                    s = md.NewIntVar(min(dom), max(dom), f"s_{v}_{k}")
+                    md.Add(s == n * st + pv_)
+                else:
+                    s = md.NewConstant(self.absent[v][k])
+                    md.Add(p == 0)  # no stage where this recomputation could serve a reader
+            else:
+                s = md.NewIntVar(lo + k, T - 1, f"s_{v}_{k}")
             pv.append(p)
             sv.append(s)
             civ = (md.NewIntervalVar(s, 1, s + 1, f"c_{v}_{k}") if k == 0
@@ -330,21 +459,23 @@ class _Builder:
             self.comp_iv.append(civ)
             if self.ws[v]:
                 self.comp_dem.append((civ, self.ws[v]))
-            md.Add(s < self.ncomp).OnlyEnforceIf(p)  # gapless slots
+            if not self.stage:
+                md.Add(s < self.ncomp).OnlyEnforceIf(p)  # gapless slots
             for j in g.op_out[v]:
                 self._add_retention(v, k, j, s, p)
             if k > 0:
+                a = self.absent[v][k]
                 md.AddImplication(p, pv[k - 1])
-                md.Add(s == lo + k).OnlyEnforceIf(p.Not())
+                md.Add(s == a).OnlyEnforceIf(p.Not())
                 for j in g.op_out[v]:
-                    md.Add(self.end[(j, k)] == lo + k + 1).OnlyEnforceIf(p.Not())
+                    md.Add(self.end[(j, k)] == a + 1).OnlyEnforceIf(p.Not())
                 md.Add(s >= sv[k - 1] + 1).OnlyEnforceIf(p)
         self.pres.append(pv)
         self.start.append(sv)
 
     def _add_retention(self, v, k, j, s, p) -> None:
         md, T = self.md, self.T
-        e = md.NewIntVar(self.lo[v] + k + 1, T, f"e_{j}_{k}")
+        e = md.NewIntVar(min(self.absent[v][k], self.lo[v] + k) + 1, T, f"e_{j}_{k}")
         self.end[(j, k)] = e
         ln = md.NewIntVar(1, T, f"l_{j}_{k}")
         iv = md.NewIntervalVar(s, ln, e, f"r_{j}_{k}") if k == 0 else md.NewOptionalIntervalVar(s, ln, e, p, f"r_{j}_{k}")

@@ -76,6 +76,10 @@ RELAX_BUILD_SHARE = 0.15
 # was measured at ~0.2 M terms/s (MobileNet-train, 2.1 M terms, ~10 s at load ~8), so it could
 # not finish and its share would be lost (docs/remat.md, "Given-order driver").
 RELAX_TERMS_PER_S = 100_000
+# Share of the time left (given-order class, no schedule within the budget after the warm starts)
+# given to the stage-class first phase (solvers/remat/stage_class.py): its least-peak search
+# finds first schedules the slot model's phase 1 does not (random_layered n250, docs/remat.md).
+STAGE_SHARE = 0.85
 # Share of the time left given to the free-order stage relaxation (free order, several orders, finite caps).
 FREE_RELAX_SHARE = 0.8
 # The "free after last use" dominance rule in the slot model (docs/remat.md): off, since it
@@ -254,7 +258,7 @@ def _phases(s: _Solve) -> SolveResult:
         res = _first_schedule(s)
         if res is not None:
             return res
-        s.hint_time = s.elapsed()
+        s.hint_time = s.elapsed() if s.hint_time is None else s.hint_time
         res = _given_relaxation(s)
         if res is not None:
             return res
@@ -402,6 +406,10 @@ def _first_schedule(s: _Solve) -> SolveResult | None:
         # with caps it used the asked ones (lift_claims keeps it even when cp's class is narrower)
         s.params["refutes_asked_problem"] = True
         return s.infeasible(why, proof="local", stop="proved infeasible by the backward reachability search")
+    if s.gmodel:
+        _stage_phase(s)
+        if s.fits(s.hint):
+            return None
     phases = ((("phase 1 (given order)", g.given_order(), 0.95),) if s.gmodel else
               (("phase 1a (fixed order)", s.best_order, 0.3), ("phase 1b (free order)", None, 0.95)))
     for label, fix, share in phases:
@@ -433,6 +441,32 @@ def _first_schedule(s: _Solve) -> SolveResult | None:
     return s.result(None, status=Status.TIMEOUT, objective=s.objective, lower_bound=s.floor, stop=why,
                     message=f"no schedule within budget {s.B} found in {s.elapsed():.1f} s"
                             + f" (least peak found {evaluate(g, s.hint).peak})")
+
+
+def _stage_phase(s: _Solve) -> None:
+    """3a. Given-order class, no schedule within B yet: search the stage class
+    (solvers/remat/stage_class.py; ``STAGE_SHARE`` of the time left), first for the least
+    peak clipped at B, then for least compute. A stage-class schedule within B is a schedule
+    of the given-order class: it becomes the hint. The stage searches' verdicts are about the
+    narrower stage class only and are recorded as such in ``params["stage_class"]``, never
+    as the result's status or bound."""
+    from memsched.solvers.remat.stage_class import run_stage_phase
+
+    if INTERRUPTED.is_set() or s.left() < 2.0 or STAGE_SHARE <= 0:
+        return
+    ph = run_stage_phase(s.graph, s.B, s.ecaps, s.hint, STAGE_SHARE * s.left(), run=run_cpsat, seed=s.seed,
+                         workers=s.workers, progress=s.progress, clock0=s.t0)
+    rec = ph.record()
+    if ph.schedule is not None and s.fits(ph.schedule):
+        rec["compute"] = evaluate(s.graph, ph.schedule).compute
+        s.hint = ph.schedule
+        s.first_s = ph.first_s
+        s.hint_time = ph.best_s if ph.best_s is not None else ph.first_s
+        s.params["phase1"] = "phase 1s (stage class)"
+        s.say("warm start", f"stage class: compute {rec['compute']:.6g} within budget {s.B} B")
+    elif ph.least is not None and evaluate(s.graph, ph.least).peak < evaluate(s.graph, s.hint).peak:
+        s.hint = ph.least
+    s.params["stage_class"] = rec
 
 
 def _given_relaxation(s: _Solve) -> SolveResult | None:
