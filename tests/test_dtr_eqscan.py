@@ -154,3 +154,34 @@ def test_the_kernel_steps_aside_when_floats_could_round():
     assert eqscan.scan(np.array([2, 1]), last, 10, size, comp, *args) == 1  # index 1 of the keys: storage 1
     size2 = np.array([2 ** 40, 1, 3], dtype=np.int64)
     assert eqscan.scan(np.array([2, 1]), last, 10, size2, comp, *args) == 0
+
+
+def test_the_garbage_collector_is_paused_only_while_a_replay_runs():
+    """Runtime pauses Python's cyclic collector during set-up and the commands (a speed
+    measure, docs/dtr.md) and restores the caller's setting on every outcome."""
+    import gc
+
+    tr = random_trace(3, n_calls=40)
+    b = baseline(tr)
+    seen = []
+    outcomes = set()
+    for ratio in (0.05, 0.4, 1.0):
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            try:
+                rt = Runtime(tr, max(1, int(ratio * b["baseline_memory"])), "dtr-eqclass",
+                             remat_limit=b["baseline_compute"])
+                assert gc.isenabled() == enabled
+                orig = rt.compute
+
+                def compute(op, orig=orig):
+                    seen.append(gc.isenabled())
+                    orig(op)
+
+                rt.compute = compute
+                outcomes.add(rt.run())
+                assert gc.isenabled() == enabled
+            finally:
+                gc.enable()
+    assert "oom" in outcomes and "ok" in outcomes
+    assert seen and not any(seen)

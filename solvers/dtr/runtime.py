@@ -26,6 +26,7 @@ Rematerialization, ICLR 2021; simrd (uwsampl/dtr-prototype, ``simrd/runtime``).
 """
 from __future__ import annotations
 
+import gc
 import math
 import random as _random
 import sys
@@ -119,6 +120,17 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
                  workspace=None, deadline: float | None = None, closure_cache: bool = True,
                  early_stop: bool = False, eq_kernel: bool = True):
         self.eq_kernel = eq_kernel
+        gc_on = gc.isenabled()
+        gc.disable()  # see _run: the set-up allocates a few containers per tensor
+        try:
+            self._init(trace, budget, heuristic, remat_limit, eager, record, seed, pin_extra, workspace, deadline,
+                       closure_cache, early_stop)
+        finally:
+            if gc_on:
+                gc.enable()
+
+    def _init(self, trace, budget, heuristic, remat_limit, eager, record, seed, pin_extra, workspace, deadline,
+              closure_cache, early_stop) -> None:
         self._init_config(trace, budget, heuristic, remat_limit, eager, record, seed, pin_extra, deadline)
         self._init_state(workspace)
         if self.use_regions:
@@ -289,6 +301,20 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
         excluded; default: the end); ``checkpoint(self, k)`` (optional) is called before
         command k when k is the position it last returned (the first call at ``start``), and
         returns the next one (-1: no more calls)."""
+        # Python's cyclic garbage collector is paused while commands run (and while the
+        # state is set up): a replay allocates many small containers, most freed at once by
+        # reference counting, and each collection they trigger walks the caller's long-lived
+        # objects (the parsed trace, and in a sweep worker every cached trace). No decision
+        # depends on it; h_DTR-EqClass replays ran 2-4x faster without it (docs/dtr.md).
+        gc_on = gc.isenabled()
+        gc.disable()
+        try:
+            self._run_commands(start, checkpoint, stop)
+        finally:
+            if gc_on:
+                gc.enable()
+
+    def _run_commands(self, start: int, checkpoint, stop: int | None) -> None:
         ops = self.trace.ops
         compute, materialize, pin, release = self.compute, self.materialize, self.pin, self.release
         deadline = self.deadline
