@@ -862,8 +862,11 @@ def hot_path_main(argv) -> int:
     ap.add_argument("--traces", default="resnet32,transformer,treelstm,lstm")
     ap.add_argument("--heuristics", default="dtr,dtr-eqclass")
     ap.add_argument("--ratios", default="0.2,0.4,0.6,0.8")
+    ap.add_argument("--title", default=HP_MARK[4:], help="the block's heading (a block of the same heading is replaced)")
+    ap.add_argument("--early", action="store_true", help="both sides with early stop (as the full scans run)")
     ap.add_argument("--no-write", action="store_true")
     a = ap.parse_args(argv)
+    mark = "### " + a.title
     tmp = tempfile.mkdtemp(prefix="old_dtr_")
     pkg = Path(tmp) / "old_dtr_pkg"
     pkg.mkdir()
@@ -875,11 +878,19 @@ def hot_path_main(argv) -> int:
                                                            check=True, capture_output=True, text=True).stdout)
     sys.path.insert(0, tmp)
     old_rt = importlib.import_module("old_dtr_pkg.runtime")
+    from memsched.solvers.dtr import eqscan
+
+    warm_s = eqscan.warm()  # numba's compiled scan loaded before timing (once per process)
     load = os.getloadavg()
-    out = [HP_MARK, "", f"The DTR package at {a.hot_path} (old) vs the working tree (new): the same replays "
-           f"(ratios {a.ratios}, remat limit = baseline compute), order old, new, new, old per ratio, wall seconds "
+    out = [mark, "", f"The DTR package at {a.hot_path} (old) vs the working tree (new): the same replays "
+           f"(ratios {a.ratios}, remat limit = baseline compute{', early stop on' if a.early else ''}), order old, "
+           "new, new, old per ratio, wall seconds "
            f"summed per side, in one process. Load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
            "(2 cores shared with other helpers).", "",
+           "Identical: outcome, clock, peak, evictions, eager evictions, recomputations, remat compute and the "
+           "budget interval of every replay equal on both sides (and each side's two runs equal). The compiled "
+           f"scan is loaded before timing (numba's cache; {warm_s:.2f} s in this process, paid once per process: "
+           "a sweep worker pays it at its first eq choice).", "",
            "| trace | heuristic | old s | new s | new / old | identical results |", "|---|---|---|---|---|---|"]
     ratios = [float(x) for x in a.ratios.split(",")]
     for name in a.traces.split(","):
@@ -894,29 +905,117 @@ def hot_path_main(argv) -> int:
                 res = {}
                 for side, mod in (("old", old_rt), ("new", new_rt), ("new", new_rt), ("old", old_rt)):
                     t = time.perf_counter()
-                    rt = mod.Runtime(tr, bud, h, remat_limit=lim)
+                    rt = mod.Runtime(tr, bud, h, remat_limit=lim, **({"early_stop": True} if a.early else {}))
                     o = rt.run()
                     w = time.perf_counter() - t
                     if side == "old":
                         to += w
                     else:
                         tn += w
-                    res.setdefault(side, set()).add((o, rt.clock, rt.peak, rt.evictions, rt.eq_lo, rt.eq_hi))
+                    res.setdefault(side, set()).add((o, rt.clock, rt.peak, rt.evictions, rt.eager_evictions,
+                                                     rt.remat_count, rt.remat_compute, rt.eq_lo, rt.eq_hi))
                 same &= res["old"] == res["new"] and len(res["new"]) == 1
             line = f"| {name} | {h} | {to / 2:.2f} | {tn / 2:.2f} | {tn / to:.2f} | {'yes' if same else 'NO'} |"
             print(line, flush=True)
             out.append(line)
             assert same, (name, h)
+    import shlex
+
     block = "\n".join(out + ["", "Command:", "", "  .venv/bin/python benchmarks/bench_dtr_dense.py "
-                              + " ".join(x for x in argv if x != "--no-write"), ""])
+                              + shlex.join(x for x in argv if x != "--no-write"), ""])
     print(block)
     if not a.no_write:
-        _append_block(HP_MARK, block)
+        _append_block(mark, block)
     return 0
 
 
 
+PR_MARK = "### Where a replay's time goes (cProfile, by part of the runtime)"
+
+
+def _profile_part(fn: str, name: str) -> str:
+    """The part of the runtime a profiled function belongs to."""
+    if "<dtr heuristic cost" in fn or name in ("scan", "choose", "_eq_pick", "_choose") or "fromiter" in name:
+        return "eviction choice"
+    if fn.endswith("regions.py"):
+        return "regions (e*)"
+    if fn.endswith("eqclass.py") or fn.endswith("eqscan.py"):
+        return "eq classes"
+    if name in ("remat_lower_bound", "_early_check"):
+        return "early-stop bound"
+    if fn.endswith("runtime.py"):
+        return "core (per command)"
+    return "other (builtins, numpy, sets)"
+
+
+def profile_main(argv) -> int:
+    """One replay per trace, heuristic and ratio under cProfile (early stop on, as the
+    scans run); internal time grouped by part of the runtime."""
+    import cProfile
+    import pstats
+
+    from memsched.solvers.dtr import eqscan
+    from memsched.solvers.dtr.runtime import Runtime
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--traces", default="resnet32,transformer,treelstm,lstm")
+    ap.add_argument("--heuristics", default="dtr,dtr-eqclass")
+    ap.add_argument("--ratios", default="0.15,0.3,0.6")
+    ap.add_argument("--no-write", action="store_true")
+    a = ap.parse_args(argv)
+    eqscan.warm()
+    parts = ["eviction choice", "regions (e*)", "eq classes", "core (per command)", "early-stop bound",
+             "other (builtins, numpy, sets)"]
+    load = os.getloadavg()
+    out = [PR_MARK, "", f"One replay per trace, heuristic and ratio ({a.ratios}; early stop on, remat limit = "
+           "baseline compute, as in the full scans) under cProfile, internal time summed per part of the runtime "
+           "(share of the profiled total; cProfile inflates call-heavy code, so read the shares, not the "
+           f"seconds). Load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}. Parts: eviction "
+           "choice = the pool scan (Python, or the compiled eq scan with its pool gathering); regions = "
+           "regions.py (absorb, rebuild, closures, weights, update logs); eq classes = eqclass.py and the "
+           "compiled scan's mirrors; core = runtime.py per command (compute, materialize, locks, edges, "
+           "eviction bookkeeping, state set-up); early-stop bound = the lower bound's passes; other = builtins "
+           "called from all of these (set and list methods, numpy).", "",
+           "| trace | heuristic | replays (outcomes) | profiled s | " + " | ".join(parts) + " | top functions |",
+           "|---|---|---|---|" + "---|" * len(parts) + "---|"]
+    for name in a.traces.split(","):
+        tr = _load(trace_path(name))
+        b = trace_baseline(tr)
+        for h in a.heuristics.split(","):
+            pr = cProfile.Profile()
+            outs = []
+            for r in (float(x) for x in a.ratios.split(",")):
+                bud = int(r * b["baseline_memory"])
+                rt = Runtime(tr, bud, h, remat_limit=b["baseline_compute"], early_stop=True)
+                pr.enable()
+                outs.append(rt.run())
+                pr.disable()
+            st = pstats.Stats(pr)
+            acc = dict.fromkeys(parts, 0.0)
+            funcs = []
+            for (fn, _ln, nm), (_cc, _nc, tt, _ct, _callers) in st.stats.items():
+                acc[_profile_part(fn, nm)] += tt
+                funcs.append((tt, f"{Path(fn).name.replace('.py', '')}.{nm}" if fn != "~" else nm))
+            tot = sum(acc.values()) or 1.0
+            funcs.sort(reverse=True)
+            top = ", ".join(f"{f} {100 * t / tot:.0f}%" for t, f in funcs[:3])
+            oc = ", ".join(f"{o} {outs.count(o)}" for o in sorted(set(outs)))
+            line = (f"| {name} | {h} | {len(outs)} ({oc}) | {tot:.2f} | "
+                    + " | ".join(f"{100 * acc[p] / tot:.0f}%" for p in parts) + f" | {top} |")
+            print(line, flush=True)
+            out.append(line)
+    block = "\n".join(out + ["", "Command:", "", "  .venv/bin/python benchmarks/bench_dtr_dense.py "
+                              + " ".join(x for x in argv if x != "--no-write"), ""])
+    print(block)
+    if not a.no_write:
+        _append_block(PR_MARK, block)
+    return 0
+
+
 if __name__ == "__main__":
+    if "--profile" in sys.argv[1:]:
+        raise SystemExit(profile_main(sys.argv[1:]))
     if any(x.startswith("--pin-search") for x in sys.argv[1:]):
         raise SystemExit(pin_search_main(sys.argv[1:]))
     if "--divergence" in sys.argv[1:]:
