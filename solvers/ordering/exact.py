@@ -31,6 +31,10 @@ peak (upper bound, judged by the evaluator) meets the best proven lower bound:
       proves a higher bound (on segments of at most ``BISECT_WIDE_OPS`` operators this
       stage runs before c);
    e. the breadth-first DP below the incumbent, then shaving with learned precedences;
+   e'. on wide segments (more than ``BISECT_WIDE_OPS`` operators), the **window bound**
+      (:mod:`memsched.solvers.ordering.window_bound`, docs/bounds.md 9): induced
+      subproblems of windows around the incumbent's peak, solved by this driver within
+      ``window_share`` of the time left; their proven bounds are bounds of the segment;
    f. the CP-SAT model (:mod:`formulations.cpsat_order`) with the bound as the
       objective's floor, position domains from ancestor/descendant counts, the best
       order as hint, stopping at the first order that meets the floor.
@@ -606,6 +610,32 @@ def _stage_bisect(s: _Segment, *, share: float = 0.6, cap: int = 2_000_000) -> s
     return "dp" if s.closed() else None
 
 
+def _stage_window(s: _Segment, *, share: float, seed: int) -> str | None:
+    """Stage e': the window bound (docs/bounds.md 9) on the segment, within ``share`` of
+    the time left: windows of consecutive operators of the incumbent around its peak, each
+    an induced subproblem solved by :func:`solve_exact` (without this stage); a proven
+    bound of a window's subproblem is a bound of the segment.
+
+    Returns
+    -------
+    str or None
+        "window" when the segment is closed, else None."""
+    from .window_bound import window_bound
+
+    if share <= 0 or s.left() <= 1.0 or B.reachability(s.sg) is None:
+        return None
+    t = time.perf_counter()
+    winfo: dict = {}
+    v = window_bound(s.sg, s.so, s.lb, time_budget=share * s.left(), seed=seed, info=winfo,
+                     say=lambda m: s.say(f"  {m}"))
+    s.stats["window_bound"] = {"value": v + s.offset, "raised": v > s.lb, "wall_s": round(time.perf_counter() - t, 3),
+                               "windows": [dict(w, lower_bound=w["lower_bound"] + s.offset) for w in winfo["windows"]]}
+    if v > s.lb:
+        s.say(f"  window bound: segment optimum >= {v + s.offset} B")
+        s.lb = v
+    return "window" if s.closed() else None
+
+
 def _stage_cpsat(s: _Segment, *, workers: int, seed: int, use_cpsat: bool) -> tuple[str | None, bool]:
     """Stage f: more window search, then the CP-SAT model with the bound as floor and the
     incumbent as hint, for the time left.
@@ -640,7 +670,7 @@ def _stage_cpsat(s: _Segment, *, workers: int, seed: int, use_cpsat: bool) -> tu
 
 
 def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, workers: int, seed: int,
-                   dp_states: int, use_cpsat: bool, stats: dict, say, offset: int = 0):
+                   dp_states: int, use_cpsat: bool, stats: dict, say, offset: int = 0, window_share: float = 0.0):
     """Improve the order of one segment until its peak reaches ``theta`` or is proven
     optimal.
 
@@ -657,6 +687,8 @@ def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, wor
     workers, seed, use_cpsat : CP-SAT settings. dp_states : state cap of the DP.
     stats : dict
         Counters, updated in place. say : progress callback. offset : for messages.
+    window_share : float
+        Share of the time left for the window bound on wide segments (0: none).
 
     Returns
     -------
@@ -677,7 +709,8 @@ def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, wor
     if sg.n_ops <= BISECT_WIDE_OPS:
         by = _stage_decide(s) or _stage_bisect(s, share=0.6) or _stage_improve(s) or _stage_prove(s)
     else:
-        by = _stage_decide(s) or _stage_improve(s) or _stage_bisect(s, share=0.2) or _stage_prove(s)
+        by = (_stage_decide(s) or _stage_improve(s) or _stage_bisect(s, share=0.2) or _stage_prove(s)
+              or _stage_window(s, share=window_share, seed=seed))
     if by:
         return s.so, s.lb, by, False
     by, interrupted = _stage_cpsat(s, workers=workers, seed=seed, use_cpsat=use_cpsat)
@@ -835,7 +868,8 @@ def _split_into_segments(run: _Run) -> None:
     run.parts = parts
 
 
-def _solve_segments(run: _Run, *, workers: int, seed: int, dp_states: int, use_cpsat: bool) -> None:
+def _solve_segments(run: _Run, *, workers: int, seed: int, dp_states: int, use_cpsat: bool,
+                    window_share: float = 0.0) -> None:
     """Step 3: the segments whose peak is above the global bound, hardest first, each by
     its heuristics and :func:`_solve_segment`, down to the global bound only."""
     g, parts = run.g, run.parts
@@ -856,6 +890,7 @@ def _solve_segments(run: _Run, *, workers: int, seed: int, dp_states: int, use_c
         run.say(f"segment of {sg.n_ops} operators: peak {parts[k][2]} B, target {run.lb} B")
         so, seg_lb, by, interrupted = _solve_segment(sg, so, theta, run.deadline, workers=workers, seed=seed,
                                                      dp_states=dp_states, use_cpsat=use_cpsat,
+                                                     window_share=window_share,
                                                      stats=run.info["stats"], say=run.say, offset=P.offset)
         run.lb = max(run.lb, seg_lb + P.offset)
         if by:
@@ -873,7 +908,7 @@ def _solve_segments(run: _Run, *, workers: int, seed: int, dp_states: int, use_c
 
 def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: int = 0,
                 progress: bool = False, *, dp_states: int = 300_000, use_cpsat: bool = True,
-                pair_budget: float | None = None) -> SolveResult:
+                pair_budget: float | None = None, window_share: float = 0.5) -> SolveResult:
     """Minimum-peak topological order of ``graph`` with a proof of optimality.
 
     Parameters
@@ -891,13 +926,17 @@ def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: 
         Run the CP-SAT model on segments the other methods do not close.
     pair_budget : float, optional
         Seconds for the pair bound (default min(2, 5 % of the limit)).
+    window_share : float
+        Share of a wide segment's time left (after the DP stages) for the window bound
+        (docs/bounds.md 9); 0 switches it off (the window subproblems are solved with 0).
 
     Returns
     -------
     SolveResult
         Evaluated by ``make_result``, with ``lower_bound`` set and extra keys
         ``certified`` (peak == lower_bound), ``certified_by`` (bounds | dp | split |
-        lns | cpsat | none), ``upper_bound_by``, ``segments``, ``time_to_certify_s``,
+        lns | window | cpsat | none), ``window_bound`` when that stage ran (its value, whether it
+        raised the bound, and per window: operators, virtual operators, bound, time), ``upper_bound_by``, ``segments``, ``time_to_certify_s``,
         ``heuristics`` (peak of each heuristic) and ``bounds``. Status: optimal when
         certified, timeout when the time limit or an interrupt stopped it first,
         feasible otherwise.
@@ -910,7 +949,8 @@ def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: 
     References
     ----------
     Proofs of the bounds and the decomposition: docs/bounds.md."""
-    params = {"time_limit": time_limit, "workers": workers, "seed": seed, "dp_states": dp_states}
+    params = {"time_limit": time_limit, "workers": workers, "seed": seed, "dp_states": dp_states,
+              "window_share": window_share}
     run = _Run(graph, time_limit, params, progress)
     try:
         if graph.n_ops == 0:
@@ -920,7 +960,8 @@ def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: 
         if _bounds_and_heuristics(run, pair_budget):
             return run.finish()
         _split_into_segments(run)
-        _solve_segments(run, workers=workers, seed=seed, dp_states=dp_states, use_cpsat=use_cpsat)
+        _solve_segments(run, workers=workers, seed=seed, dp_states=dp_states, use_cpsat=use_cpsat,
+                        window_share=window_share)
         run.certified()
         return run.finish()
     except KeyboardInterrupt:
