@@ -249,3 +249,20 @@ def test_stage_phase_finds_random_layered_n100_at_0_8():
     ev = evaluate(g, ph.schedule)
     assert ev.peak <= B and check_caps(g, ph.schedule, caps) is None
     assert first_computations_follow(g, ph.schedule, order) and sc.in_stage_class(g, ph.schedule)
+
+
+@pytest.mark.skipif(not N250.exists(), reason="../shared/data absent")
+def test_driver_finds_random_layered_n250_at_0_9():
+    """`--order given --cap 1` on random_layered n250 at r = 0.9 (Moccasin's protocol): a
+    schedule within the budget, in the class, is returned (before the stage phase the driver
+    found none in 60 s); no bound or refutation may contradict it."""
+    from memsched.instances import load_graph
+
+    g = load_graph(str(N250))
+    B = int(0.9 * evaluate(g, Schedule.from_order(g, g.given_order())).peak)
+    res = solve_remat(g, B, method="cp", cap=1, order="given", time_limit=20, workers=2)
+    assert res.schedule is not None, (res.status, res.message)
+    ev = evaluate(g, res.schedule)
+    assert ev.peak <= B and max(ev.compute_counts) <= 2 and first_computations_follow(g, res.schedule)
+    assert res.status in ("feasible", "optimal")
+    assert res.lower_bound is None or res.lower_bound <= ev.compute + 1e-6

@@ -80,6 +80,9 @@ RELAX_TERMS_PER_S = 100_000
 # given to the stage-class first phase (solvers/remat/stage_class.py): its least-peak search
 # finds first schedules the slot model's phase 1 does not (random_layered n250, docs/remat.md).
 STAGE_SHARE = 0.85
+# The same phase's share when the stage greedy of the warm starts already fits the budget (its
+# compute search then only improves that schedule; the rest goes to the bounds and the slot model).
+STAGE_SHARE_FITTING = 0.3
 # Share of the time left given to the free-order stage relaxation (free order, several orders, finite caps).
 FREE_RELAX_SHARE = 0.8
 # The "free after last use" dominance rule in the slot model (docs/remat.md): off, since it
@@ -397,6 +400,8 @@ def _first_schedule(s: _Solve) -> SolveResult | None:
     the best order of first computations fixed (small search), then free. A peak bound
     above B in a model that holds the whole class refutes the budget."""
     if s.fits(s.hint):
+        if s.gmodel and str(s.params.get("warm_start", "")).startswith("stage greedy"):
+            _stage_phase(s, STAGE_SHARE_FITTING)  # the stage class's compute search improves it
         return None
     g = s.graph
     from memsched.solvers.remat.lowbudget import refute_low_budget  # docs/remat-low-budgets.md
@@ -443,7 +448,7 @@ def _first_schedule(s: _Solve) -> SolveResult | None:
                             + f" (least peak found {evaluate(g, s.hint).peak})")
 
 
-def _stage_phase(s: _Solve) -> None:
+def _stage_phase(s: _Solve, share: float = None) -> None:
     """3a. Given-order class, no schedule within B yet: search the stage class
     (solvers/remat/stage_class.py; ``STAGE_SHARE`` of the time left), first for the least
     peak clipped at B, then for least compute. A stage-class schedule within B is a schedule
@@ -452,17 +457,20 @@ def _stage_phase(s: _Solve) -> None:
     as the result's status or bound."""
     from memsched.solvers.remat.stage_class import run_stage_phase
 
-    if INTERRUPTED.is_set() or s.left() < 2.0 or STAGE_SHARE <= 0:
+    share = STAGE_SHARE if share is None else share
+    if INTERRUPTED.is_set() or s.left() < 2.0 or share <= 0:
         return
-    ph = run_stage_phase(s.graph, s.B, s.ecaps, s.hint, STAGE_SHARE * s.left(), run=run_cpsat, seed=s.seed,
+    ph = run_stage_phase(s.graph, s.B, s.ecaps, s.hint, share * s.left(), run=run_cpsat, seed=s.seed,
                          workers=s.workers, progress=s.progress, clock0=s.t0)
     rec = ph.record()
     if ph.schedule is not None and s.fits(ph.schedule):
         rec["compute"] = evaluate(s.graph, ph.schedule).compute
-        s.hint = ph.schedule
-        s.first_s = ph.first_s
-        s.hint_time = ph.best_s if ph.best_s is not None else ph.first_s
-        s.params["phase1"] = "phase 1s (stage class)"
+        if not s.fits(s.hint) or rec["compute"] < evaluate(s.graph, s.hint).compute - 1e-9:
+            s.hint = ph.schedule
+            s.hint_time = ph.best_s if ph.best_s is not None else ph.first_s
+            s.params["phase1"] = "phase 1s (stage class)"
+        if s.first_s is None:
+            s.first_s = ph.first_s
         s.say("warm start", f"stage class: compute {rec['compute']:.6g} within budget {s.B} B")
     elif ph.least is not None and evaluate(s.graph, ph.least).peak < evaluate(s.graph, s.hint).peak:
         s.hint = ph.least

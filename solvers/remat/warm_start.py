@@ -90,7 +90,9 @@ def greedy_warm_start(graph: Graph, B: int, caps, cands, *, time_budget: float =
     three best orders of ``cands`` and by the peak-cutting local search from each order
     (``solvers/remat/local_search.py``), within ``time_budget`` seconds.
 
-    ``keep_order``: keep only schedules whose first computations follow it. ``found``: the
+    ``keep_order``: keep only schedules whose first computations follow it; when the DTR-score
+    greedy finds nothing within ``B``, the stage greedy of the stage class of ``keep_order``
+    is tried next, and the local search is skipped if it fits. ``found``: the
     record to fill (returned); ``t0``: the clock its times count from; ``say(text)``:
     called on each better schedule within the budget (progress lines)."""
     from memsched.solvers.remat.dtr_greedy import greedy_schedule
@@ -115,6 +117,16 @@ def greedy_warm_start(graph: Graph, B: int, caps, cands, *, time_budget: float =
 
     for _pk, order, name in cands[:3]:
         consider(greedy_schedule(graph, B, caps, order), f"dtr-greedy on the {name} order")
+    if keep_order is not None and rec.best is None:
+        # the given order's stage class (solvers/remat/stage_class.py): a stage-by-stage greedy
+        # with recompute planning; when it fits, the peak-cutting search is skipped (the driver's
+        # stage-class compute search improves the schedule instead)
+        from memsched.solvers.remat.stage_class import GREEDY_EXT_WEIGHTS, stage_greedy
+
+        for w in GREEDY_EXT_WEIGHTS:
+            consider(stage_greedy(graph, B, caps, keep_order, ext_weight=w), f"stage greedy (ext_weight {w:g})")
+        if rec.best is not None:
+            return rec
     for _pk, order, name in cands:
         left = time_budget - (time.perf_counter() - start)
         if left <= 0:
