@@ -31,10 +31,11 @@ peak (upper bound, judged by the evaluator) meets the best proven lower bound:
       proves a higher bound (on segments of at most ``BISECT_WIDE_OPS`` operators this
       stage runs before c);
    e. the breadth-first DP below the incumbent, then shaving with learned precedences;
-   e'. on wide segments (more than ``BISECT_WIDE_OPS`` operators), the **window bound**
-      (:mod:`memsched.solvers.ordering.window_bound`, docs/bounds.md 9): induced
-      subproblems of windows around the incumbent's peak, solved by this driver within
-      ``window_share`` of the time left; their proven bounds are bounds of the segment;
+   e'. on wide segments (more than ``BISECT_WIDE_OPS`` operators), right after c, the
+      **window bound** (:mod:`memsched.solvers.ordering.window_bound`, docs/bounds.md 9):
+      induced subproblems of bands of layers around the incumbent's peak, solved by this
+      driver within ``window_share`` of the time left; their proven bounds are bounds of
+      the segment;
    f. the CP-SAT model (:mod:`formulations.cpsat_order`) with the bound as the
       objective's floor, position domains from ancestor/descendant counts, the best
       order as hint, stopping at the first order that meets the floor.
@@ -709,8 +710,8 @@ def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, wor
     if sg.n_ops <= BISECT_WIDE_OPS:
         by = _stage_decide(s) or _stage_bisect(s, share=0.6) or _stage_improve(s) or _stage_prove(s)
     else:
-        by = (_stage_decide(s) or _stage_improve(s) or _stage_bisect(s, share=0.2) or _stage_prove(s)
-              or _stage_window(s, share=window_share, seed=seed))
+        by = (_stage_decide(s) or _stage_improve(s) or _stage_window(s, share=window_share, seed=seed)
+              or _stage_bisect(s, share=0.2) or _stage_prove(s))
     if by:
         return s.so, s.lb, by, False
     by, interrupted = _stage_cpsat(s, workers=workers, seed=seed, use_cpsat=use_cpsat)
