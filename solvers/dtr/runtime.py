@@ -188,6 +188,7 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
         self.st_tensors: list[list[int]] = [[] for _ in range(n)]
         self.st_last = [-INF] * n
         self.st_const = [False] * n
+        self._st_ops: dict = {}  # storage -> operators of its tensors (storages of 2+ tensors)
         if self.use_adj:
             # storage-level adjacency (children / parents storages) and the evicted set
             self.adj_c = [set() for _ in range(n)]
@@ -364,7 +365,7 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
             ts = st_tensors[s]
             ts.append(t)
             st_rext[s] += 1
-            c = op.cost if len(ts) == 1 else self._storage_compute(ts)
+            c = op.cost if len(ts) == 1 else self._storage_compute_added(s, ts)
             st_comp[s] = c
             if eqk is not None:
                 eqk.set_storage(s, self.st_size[s], c)
@@ -382,6 +383,21 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
                 lastm[t_storage[t]] = clock
             if pin_extra and t in pin_extra:
                 self.pin(t)
+
+    def _storage_compute_added(self, s: int, ts):
+        """:meth:`_storage_compute` of storage ``s`` after its tensor ``ts[-1]`` was appended,
+        from the value before (``st_comp[s]``, over ``ts[:-1]``): the same additions in the
+        same order (the distinct operators in tensor order), so the same value for float
+        costs too. The operators seen per storage are kept (``_st_ops``, made on a storage's
+        second tensor)."""
+        seen = self._st_ops.get(s)
+        if seen is None:
+            seen = self._st_ops[s] = {self.t_op[u] for u in ts[:-1]}
+        o = self.t_op[ts[-1]]
+        if o in seen:
+            return self.st_comp[s]
+        seen.add(o)
+        return self.st_comp[s] + self.o_cost[o]
 
     def _storage_compute(self, ts):
         """Compute of a storage holding the tensors ``ts``: the distinct operators over them."""
@@ -731,6 +747,7 @@ class Runtime(RegionsMixin, EqClassMixin, LookaheadMixin):
             if name in d:
                 d[name] = d[name][:]
         d["st_tensors"] = [x[:] for x in self.st_tensors]
+        d["_st_ops"] = {k: set(v) for k, v in self._st_ops.items()}
         d["pool"] = dict(self.pool)
         rng = _random.Random()
         rng.setstate(self.rng.getstate())
