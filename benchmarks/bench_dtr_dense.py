@@ -996,7 +996,9 @@ def profile_main(argv) -> int:
             funcs = []
             for (fn, _ln, nm), (_cc, _nc, tt, _ct, _callers) in st.stats.items():
                 acc[_profile_part(fn, nm)] += tt
-                funcs.append((tt, f"{Path(fn).name.replace('.py', '')}.{nm}" if fn != "~" else nm))
+                label = ("heuristics.choose (compiled expression)" if fn.startswith("<dtr heuristic cost")
+                         else nm if fn == "~" else f"{Path(fn).name.replace('.py', '')}.{nm}")
+                funcs.append((tt, label))
             tot = sum(acc.values()) or 1.0
             funcs.sort(reverse=True)
             top = ", ".join(f"{f} {100 * t / tot:.0f}%" for t, f in funcs[:3])
