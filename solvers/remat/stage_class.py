@@ -269,7 +269,6 @@ def stage_greedy(graph: Graph, B: int, caps, order=None, *, ext_weight: float = 
         return 1 + cap[u] - counts[u] - len(pending[u])
 
     def make_room(need, lock, i):
-        nonlocal mem
         while mem + need > B:
             best, best_key, best_plan = -1, None, None
             for j in range(g.n_tensors):
