@@ -149,6 +149,7 @@ def run_model(name: str, budgets: list[float], limit: float, workers: int, ratio
         sched, info = partition_schedule(g, joint, inputs, kw, bud)
         ev = evaluate(g, sched)
         row = {"model": name, "graph": g.name, "ops": g.n_ops, "tensors": g.n_tensors, "capture_s": cap_s,
+               "measured": time.strftime("%H:%M", time.gmtime()),
                "budget_knob": bud, "load": os.getloadavg()[0], "base_flops": base, "given_peak": given,
                "pt_peak": ev.peak, "pt_extra": ev.compute - base, **info}
         plans.append((ev.peak, ev.compute - base, bud))
@@ -167,7 +168,7 @@ def run_model(name: str, budgets: list[float], limit: float, workers: int, ratio
         # F the final-state floor (the pinned inputs and the required outputs)
         B = int(ratio * p0) if kind == "p0" else int(floor + ratio * (p0 - floor))
         row = {"model": name, "graph": g.name, "ops": g.n_ops, "tensors": g.n_tensors, "capture_s": cap_s,
-               "budget_knob": None, "ratio": ratio, "rel": kind, "B": B, "load": os.getloadavg()[0],
+               "measured": time.strftime("%H:%M", time.gmtime()), "budget_knob": None, "ratio": ratio, "rel": kind, "B": B, "load": os.getloadavg()[0],
                "base_flops": base, "given_peak": given, "floor": floor}
         # PyTorch's cheapest plan (over the knobs run) whose peak fits B, if any
         fit = sorted((x, pk, k) for pk, x, k in plans if pk <= B)
@@ -276,13 +277,19 @@ def render(rows: list[dict], cmd: str) -> str:
            "forward operators counted again, every copy freed after its last read) and judged by the evaluator. "
            "*memsched* at the knob rows: `solve_remat(method='cp')` (CP-SAT, free order) at budget B = "
            "PyTorch's evaluated peak, minimizing compute; at the budget rows: `solve_scale` "
-           "(solvers/remat/scale.py: two-phase checkpoint search, final-state floor, threshold order bound; "
-           "docs/remat-scale.md). Every schedule is re-judged by the evaluator; *lower bound* is on the extra "
+           "(solvers/remat/scale.py: two-phase checkpoint search, final-state floor, threshold order bound, "
+           "moment-cut covering bound; docs/remat-scale.md, docs/remat.md). Every schedule is re-judged by the evaluator; *lower bound* is on the extra "
            "compute of every schedule within B of the asked problem (any order, any recomputation); *gap* = "
            "memsched's extra minus that bound (FLOPs, and % of the no-recompute FLOPs). *run*: `memsched run GRAPH "
            "SCHEDULE --backend numpy --json` executed the schedule as a program and measured its realized peak "
            "(every numpy allocation); '= modeled' means realized peak = the evaluator's peak to the byte. "
            "MiB = 2^20 bytes.", "",
+           "Rows are kept per (model, budget) from the last run that measured them (same options): "
+           + "; ".join(f"{m}: " + ", ".join(sorted({r.get('measured', 'before 11:00') for r in rows
+                                                   if r['model'] == m})) + " UTC"
+                       for m in sorted({r["model"] for r in rows}))
+           + ". Rows measured from 11:00 UTC on have the moment-cut covering bound (solvers/remat/cut_bound.py) in "
+           "their lower bounds; earlier rows do not.", "",
            "### At PyTorch's own peak, knob by knob", "",
            "| graph | operators | knob | load | PyTorch peak MiB | PyTorch extra | saved / recomputed ops | "
            "partition s | PyTorch run | memsched peak MiB | memsched extra | recomputed ops | status | "
