@@ -13,7 +13,11 @@ from memsched.formulations import Graph, Schedule, evaluate
 from memsched.formulations.problems import first_computations_follow
 from memsched.solvers.remat.budgets import check_caps
 
-__all__ = ["candidate_orders", "WarmStarts", "greedy_warm_start"]
+__all__ = ["candidate_orders", "WarmStarts", "greedy_warm_start", "GIVEN_LS_LIMIT"]
+
+# Seconds for the peak-cutting local search with a kept order when neither the DTR-score greedy
+# nor the stage greedy fits (the driver's stage-class search then gets the time).
+GIVEN_LS_LIMIT = 3.0
 
 
 def candidate_orders(graph: Graph, time_budget: float = 5.0, target: int | None = None) -> list[tuple[int, list[int], str]]:
@@ -92,7 +96,8 @@ def greedy_warm_start(graph: Graph, B: int, caps, cands, *, time_budget: float =
 
     ``keep_order``: keep only schedules whose first computations follow it; when the DTR-score
     greedy finds nothing within ``B``, the stage greedy of the stage class of ``keep_order``
-    is tried next, and the local search is skipped if it fits. ``found``: the
+    is tried next, and the local search is skipped if it fits, else limited to
+    ``GIVEN_LS_LIMIT`` seconds. ``found``: the
     record to fill (returned); ``t0``: the clock its times count from; ``say(text)``:
     called on each better schedule within the budget (progress lines)."""
     from memsched.solvers.remat.dtr_greedy import greedy_schedule
@@ -127,6 +132,10 @@ def greedy_warm_start(graph: Graph, B: int, caps, cands, *, time_budget: float =
             consider(stage_greedy(graph, B, caps, keep_order, ext_weight=w), f"stage greedy (ext_weight {w:g})")
         if rec.best is not None:
             return rec
+        # neither greedy fits: the driver's stage-class search comes next; the local search
+        # gets at most GIVEN_LS_LIMIT seconds (on random_layered n250 it used its whole 12 s and
+        # never fitted; on n100 0.8 it fits in under a second)
+        time_budget = min(time_budget, GIVEN_LS_LIMIT)
     for _pk, order, name in cands:
         left = time_budget - (time.perf_counter() - start)
         if left <= 0:
