@@ -448,7 +448,10 @@ class _Builder:
                     s = md.NewIntVar(min(dom), max(dom), f"s_{v}_{k}")
                     md.Add(s == n * st + pv_)
                 else:
-                    s = md.NewConstant(self.absent[v][k])
+                    # a fixed variable of its own: CP-SAT caches NewConstant by value, so two
+                    # pinned starts of one value would be one variable, hinted twice
+                    a = self.absent[v][k]
+                    s = md.NewIntVar(a, a, f"s_{v}_{k}")
                     md.Add(p == 0)  # no stage where this recomputation could serve a reader
             else:
                 s = md.NewIntVar(lo + k, T - 1, f"s_{v}_{k}")

@@ -134,6 +134,32 @@ def test_stage_hint_round_trip():
     assert not cp.hint(Schedule(tuple(plain.events) + ((COMPUTE, order[0]),)))
 
 
+def test_hinted_stage_models_validate():
+    """Every hinted stage model is valid for CP-SAT: recomputations that no stage can serve are
+    pinned to one start each, and two pinned to the same value must stay two variables (CP-SAT
+    caches NewConstant by value, so they were one variable, hinted twice: "The solution hint
+    contains duplicate variables", CI of stop 24)."""
+    from referee_strategies import random_tiny_graph
+
+    from memsched.formulations import Graph, Operator, Tensor
+
+    ops = [Operator("op0", ("in0",), ("t0",), 3.0, 0), Operator("op1", ("t0",), ("t1_0", "t1_1"), 3.0, 0),
+           Operator("op2", ("t1_1", "t1_0"), ("t2",), 3.0, 7), Operator("op3", ("t1_1",), ("t3",), 1.0, 0),
+           Operator("op4", ("t1_0", "t2"), ("t4_0", "t4_1"), 1.0, 0), Operator("op5", ("t3",), ("t5_0", "t5_1"), 3.0, 0)]
+    sizes = [("in0", 6), ("t0", 0), ("t1_0", 4), ("t1_1", 2), ("t2", 6), ("t3", 3), ("t4_0", 9), ("t4_1", 3),
+             ("t5_0", 3), ("t5_1", 8)]
+    ci = Graph(ops=ops, tensors=[Tensor(n, z) for n, z in sizes], pinned=frozenset({"in0"}),
+               outputs=("in0", "t1_0", "t3", "t4_0", "t5_0"), order=("op0", "op1", "op2", "op3", "op5", "op4"))
+    graphs = [ci] + [random_tiny_graph(seed, min_ops=4)[0] for seed in range(80)]
+    for g in graphs:
+        order = g.given_order()
+        for cap in (1, 2):
+            for objective, B in (("peak", None), ("compute", 10**9)):
+                cp = build_remat_cp(g, B, [cap] * g.n_ops, objective=objective, fix_order=order, stage_class=True)
+                assert cp.hint(Schedule.from_order(g, order))
+                assert cp.model.Validate() == "", (g.name, cap, objective, cp.model.Validate())
+
+
 @settings(max_examples=25, **SET)
 @given(inst=tiny_instances(max_ops=7))
 def test_driver_through_the_stage_phase_claims_only_the_given_class(inst, monkeypatch_stage):
