@@ -7,7 +7,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from memsched.formulations import MemschedError, Schedule, evaluate
 from memsched.instances.generators import chain, random_dag, random_multi_output, unet
-from memsched.solvers.remat.dispatch import (check_caps, local_infeasibility, pebbling_infeasibility, resolve_budget,
+from memsched.formulations.problems import RematProblem
+from memsched.solvers.ordering.dispatch import solve_order
+from memsched.solvers.remat.dispatch import (_cut_infeasibility, check_caps, local_infeasibility, pebbling_infeasibility, resolve_budget,
                                              solve_remat)
 from memsched.solvers.remat.revolve import binomial_positions
 
@@ -40,7 +42,11 @@ def test_baseline_schedules_are_valid_within_budget_and_caps(g, method, ratio, c
         # every schedule (local_infeasibility / the backward pebbling bound), else "unknown"
         assert r.status in ("infeasible", "unknown") and r.message and r.class_status is None
         if r.status == "infeasible":
-            assert local_infeasibility(g, B) or pebbling_infeasibility(g, B)
+            problem = RematProblem(budget=B, caps=None if cap is None else tuple([cap] * g.n_ops))
+            assert local_infeasibility(g, B) or pebbling_infeasibility(g, B) or _cut_infeasibility(g, problem)
+            if cap == 0:  # no recomputation: the asked problem is ordering, decided here by the exact solver
+                ex = solve_order(g, exact=True, time_limit=30, workers=1)
+                assert ex.status == "optimal" and ex.peak > B, (ex.status, ex.peak, B)
         return
     ev = evaluate(g, r.schedule)
     assert ev.peak <= B and ev.peak == r.peak
