@@ -77,11 +77,12 @@ def _check(rc, d, err, dt):
 
 # (marker of the phase's progress line, does a schedule within the budget exist by then)
 PHASES = [
+    ("moment-cut covering bound", False),  # the first bound, before any warm start
     ("plain orders", False),  # warm starts: the ordering heuristics and the beam search
     ("<= budget", True),  # warm starts: the greedy / local search has a schedule and keeps searching
     ("[build]", True),  # model build (Python)
     ("CP-SAT search for", True),  # CP-SAT search (presolve and search)
-    ("[bounds]", True),  # the threshold / hitting-set bounds
+    ("threshold bound", True),  # the threshold / hitting-set bounds, after the models
 ]
 
 
