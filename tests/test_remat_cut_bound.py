@@ -14,10 +14,11 @@ with multi-output operators, workspace, pinned and unpinned inputs, required out
 """
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from memsched.formulations import Schedule, evaluate
 from memsched.formulations.schedule import COMPUTE
@@ -210,3 +211,26 @@ def test_the_closure_rows_raise_the_bound_on_some_instances():
         raised += full.lower_bound > simple.lower_bound + 1e-9
     assert tried >= 50, tried
     assert raised > 0, (raised, tried)
+
+
+@settings(max_examples=2000, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 9)), min_size=1, max_size=8), st.integers(1, 80))
+def test_single_row_lp_is_below_the_rows_0_1_optimum(items, d):
+    """The single-row bound: Dantzig's greedy LP of min c.y s.t. w.y >= d (coefficients
+    clipped at d) never exceeds the 0/1 optimum found by enumeration; both are infinite
+    together (the row cannot be covered)."""
+    import itertools
+
+    from memsched.solvers.remat.cut_bound import _knapsack_lp
+
+    w = np.array([min(a, d) for a, _ in items], dtype=np.float64)
+    c = np.array([b for _, b in items], dtype=np.float64)
+    best = math.inf
+    for y in itertools.product((0, 1), repeat=len(items)):
+        if float(np.dot(w, y)) >= d:
+            best = min(best, float(np.dot(c, y)))
+    lp = _knapsack_lp(w, c, float(d))
+    if best == math.inf:
+        assert lp == math.inf
+    else:
+        assert lp <= best + 1e-9, (lp, best)
