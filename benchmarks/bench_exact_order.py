@@ -147,25 +147,35 @@ def hard_rows() -> list[dict]:
     return sorted(rows, key=lambda r: list(HARD).index(r["key"]))
 
 
+def _window_cell(r: dict) -> str:
+    w = r.get("window")
+    if not w:
+        return "-" if "window_share" in r else "(not in this code)"
+    parts = ", ".join(f"{x['ops']}+{x['virtual']}v: {x['lower_bound']}" for x in w["windows"])
+    return f"{w['value']}{' (raised)' if w['raised'] else ''} in {w['wall_s']:.0f} s [{parts}]"
+
+
 def hard_table() -> list[str]:
     rows = hard_rows()
     if not rows:
         return []
     out = ["", "### Issue 17: the graphs above that were not certified, with 600 s each", "",
-           "The table above was measured before this change. Here: `solve_exact` (1 CP-SAT worker) with the "
-           "DP-decision stage (depth-first down-set searches at thresholds just below the incumbent, "
-           "2,000,000 states per decision, 60 % of the time left on segments up to 200 operators, 20 % above; "
-           "docs/bounds.md 6b) and the lookahead pruning (6a), 600 s wall each on the shared 2-core machine "
-           "(load average at the start of each graph in the table; two graphs ran side by side and other "
-           "jobs shared the cores, so each solve had a fraction of a core). Reproduce: "
-           "`.venv/bin/python benchmarks/bench_exact_order.py --hard all --hard-limit 600` "
-           "(two graphs may run side by side: `--hard n100s2,n250s2,n500s0` and `--hard n500s2,n1000s0,n1000s1`).", "",
-           "| graph | n | load at start | before: UB / LB / gap (limit) | exact UB | exact LB | gap | certified | "
-           "solve s | DP states |", "|---|---|---|---|---|---|---|---|---|---|"]
+           "Here: `solve_exact` (1 CP-SAT worker), 600 s wall each, one graph at a time on the shared 2-core machine "
+           "(load average at the start of each graph in the table; other jobs shared the cores). Rows with a "
+           "window-bound cell ran with the window-bound stage (docs/bounds.md 9: induced subproblems of bands of "
+           "depth layers around the incumbent's peak, each solved by `solve_exact`; half of a wide segment's time "
+           "left after the window search); the cell gives the stage's bound, its time and per window "
+           "`operators+virtual operators: proven bound of the window`. `previous 600 s` is the row of the same "
+           "graph measured before the window bound existed (DP decisions, lookahead, pair bound, CP-SAT; two "
+           "graphs side by side, load 8.4-9.8). Reproduce: "
+           "`nice .venv/bin/python benchmarks/bench_exact_order.py --hard n500s2,n1000s0,n1000s1,n500s0,n250s2 "
+           "--hard-limit 600` (`--window-share 0` switches the stage off).", "",
+           "| graph | n | load at start | previous 600 s: UB / LB / gap | exact UB | exact LB | gap | certified | "
+           "solve s | window bound | DP states |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        out.append(f"| {r['graph']} | {r['n']} | {r['load0']} | {r.get('before', '-')} | {r['ub']} | {r['lb']} | "
+        out.append(f"| {r['graph']} | {r['n']} | {r['load0']} | {r.get('prev', '-')} | {r['ub']} | {r['lb']} | "
                    f"{100 * (r['gap'] or 0):.2f}% | {('yes (' + r['by'] + ')') if r['certified'] else 'no'} | "
-                   f"{r['exact_s']:.1f} | {r.get('dp_states', '-')} |")
+                   f"{r['exact_s']:.1f} | {_window_cell(r)} | {r.get('dp_states', '-')} |")
     cert = [r for r in rows if r["certified"]]
     out += ["", f"Certified within the limit: {len(cert)} of {len(rows)}."]
     out += HARD_NOTES
@@ -175,24 +185,28 @@ def hard_table() -> list[str]:
 #: what the measurements say (written after reading them; keep in step with the table)
 HARD_NOTES: list[str] = [
     "",
-    "Reading (the rows of 2026-12-01, final code; `before` = the 60 / 300 s rows of the table above, "
-    "2 CP-SAT workers at load 5-6):",
+    "Reading (n100 s2: the 600 s run before the window bound, load 8.4; the other five rows: one graph at a time "
+    "with the window-bound stage, 2026-12-01, load 1.0-5.5 at start; `before` = the 60 / 300 s rows of the "
+    "table above, 2 CP-SAT workers at load 5-6; `previous 600 s` = the same graph's 600 s row without the "
+    "window stage, two graphs side by side at load 8.4-9.8):",
     "",
     "* random_layered_n100_s2 is certified: 57,457 = optimum, proven by DP decisions (the last one, \"no order of "
     "peak 57,456\", exhausts about 240,000 down-sets; lookahead and free moves on). Before: 58,116 / 56,759.",
-    "* On the five graphs of 250-1000 operators (one forced segment of 248-998 operators each) the **lower "
-    "bound is what does not move**: it stays where the earlier 60 / 300 s runs left it (bounds before the "
-    "search, the pair bound and shaving: n250 s2 105,037; n500 s0 276,779; n500 s2 296,660; n1000 s1 "
-    "388,231) or below it (n1000 s0: 616,639 here; CP-SAT's bound with 2 workers at lower load reached "
-    "619,272 before). No DP decision below the incumbent finishes (hundreds of thousands of down-sets visited "
-    "per run: a layered graph of width w has up to 2^w down-sets per level) and CP-SAT's objective bound did "
-    "not rise above its floor (the trap / pair bound) in these runs. The upper bounds move a little with 10x "
-    "the time (n250 s2: 121,345 -> 116,897; n500 s0: 298,351 -> 296,707; n500 s2: 299,211 -> 298,445) and not "
-    "at n=1000 under this load (about a quarter of a core per solve); how far they are from the optimum is "
-    "unknown.",
-    "* What would close them: a lower bound that looks at more than one or two moments at a time (the "
-    "learned-precedence shaving is sound but stops at the pair bound here), or a state-space search whose "
-    "states are fewer than down-sets (the lookahead of section 6a prunes about 0.05 % of them).",
+    "* The lower bound moves with the window stage, where nothing moved it before: n250 s2 105,037 -> 105,254 "
+    "(the window stage itself 105,164; the later stages the rest), n500 s0 276,779 -> 277,502, n500 s2 "
+    "296,660 -> 298,337 (gap 0.60 % -> 0.04 %, 108 bytes), each the window stage's value. On n1000 s0 and "
+    "n1000 s1 the lower bound ends where the 300 s rows above left it (619,272, reached here by the window "
+    "stage; 388,231): windows of about 300 of 1,000 operators prove no more.",
+    "* None of the five is certified in 600 s: gaps 3.02 % (n250 s2), 1.66 % (n500 s0), 0.04 % (n500 s2), "
+    "0.54 % (n1000 s0), 1.10 % (n1000 s1). Upper bounds against the previous 600 s rows: n250 s2 116,897 -> "
+    "108,531, n500 s0 296,707 -> 282,177 (both from peak splitting, already in the 60 s rows above at "
+    "113,214 / 282,177; the first two rows ran at load 1.0, so the solve had a whole core); n1000 s0 "
+    "623,193 -> 622,612, still above the 300 s row's 622,062; how far any upper bound is from the optimum "
+    "is unknown.",
+    "* What would close them: windows that hold the whole band of operators live at the incumbent's peak "
+    "(the largest window here, 310 + 416 virtual operators, is not solved in its 130 s), or a state-space "
+    "search whose states are fewer than down-sets (a layered graph of width w has up to 2^w down-sets per "
+    "level).",
 ]
 
 
