@@ -151,7 +151,8 @@ def _window_cell(r: dict) -> str:
     w = r.get("window")
     if not w:
         return "-" if "window_share" in r else "(not in this code)"
-    parts = ", ".join(f"{x['ops']}+{x['virtual']}v: {x['lower_bound']}" for x in w["windows"])
+    parts = ", ".join(f"{x['ops']}+{x['virtual']}v: " + ("skipped" if "skipped" in x else f"{x['lower_bound']}")
+                      for x in w["windows"])
     return f"{w['value']}{' (raised)' if w['raised'] else ''} in {w['wall_s']:.0f} s [{parts}]"
 
 

@@ -59,4 +59,25 @@ def test_window_bound_on_a_layered_graph_is_sound():
         info: dict = {}
         lb = window_bound(g, o, 0, time_budget=6, sizes=(20, 40), kind=kind, info=info)
         assert B.initial_bound(g) <= lb <= ub
-        assert info["windows"] and all(0 < w["lower_bound"] <= ub for w in info["windows"])
+        solved = [w for w in info["windows"] if "skipped" not in w]  # skipped: cannot raise the bound
+        assert solved and all(0 < w["lower_bound"] <= ub for w in solved)
+        assert all(w["lower_bound"] == 0 and w["upper_bound"] <= lb for w in info["windows"] if "skipped" in w)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(GRAPHS, st.data())
+def test_a_window_is_skipped_only_when_it_cannot_raise_the_floor(g, data):
+    """window_value(floor=f) skips G_S when the restricted order already peaks <= f; then
+    the brute-force optimum of G_S is <= f too (the window could not have raised f)."""
+    S = data.draw(st.sets(st.integers(0, g.n_ops - 1), min_size=1))
+    o = data.draw(st.sampled_from(list(all_orders(g))[:50]))
+    floor = data.draw(st.integers(1, max(1, order_peak(g, o) + 2)))
+    info: dict = {}
+    v = window_value(g, S, o, time_limit=5, floor=floor, info=info)
+    wg = window_graph(g, S, o)
+    sub_opt = min(order_peak(wg.graph, x) for x in all_orders(wg.graph))
+    assert v <= sub_opt
+    if "skipped" in info:
+        assert v == 0 and sub_opt <= floor
+    else:
+        assert order_peak(wg.graph, restrict_order(g, wg, o)) > floor

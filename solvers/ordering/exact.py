@@ -630,7 +630,8 @@ def _stage_window(s: _Segment, *, share: float, seed: int) -> str | None:
     v = window_bound(s.sg, s.so, s.lb, time_budget=share * s.left(), seed=seed, info=winfo,
                      say=lambda m: s.say(f"  {m}"))
     s.stats["window_bound"] = {"value": v + s.offset, "raised": v > s.lb, "wall_s": round(time.perf_counter() - t, 3),
-                               "windows": [dict(w, lower_bound=w["lower_bound"] + s.offset) for w in winfo["windows"]]}
+                               "windows": [dict(w) if "skipped" in w else dict(w, lower_bound=w["lower_bound"] + s.offset)
+                                           for w in winfo["windows"]]}
     if v > s.lb:
         s.say(f"  window bound: segment optimum >= {v + s.offset} B")
         s.lb = v

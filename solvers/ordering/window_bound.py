@@ -249,11 +249,21 @@ def window_value(g: Graph, S, order, *, time_limit: float, floor: int = 0, worke
                  info: dict | None = None) -> int:
     """A proven lower bound of opt(G_S) <= opt(G), by the exact solver on G_S within
     ``time_limit`` seconds (its ``lower_bound``; certification of G_S is not needed).
-    ``floor``: a bound already known for G; G_S's solve stops once its incumbent is at
-    or below it (the window then cannot raise the bound)."""
+    ``floor``: a bound already known for G. When the restriction of ``order`` to G_S (a valid
+    order of G_S, docs/bounds.md 9) already peaks at or below it, opt(G_S) <= floor and the
+    window cannot raise the bound: G_S is not solved and 0 is returned (``info["skipped"]``)."""
+    from memsched.formulations import order_peak
+
     from .exact import solve_exact
 
     wg = window_graph(g, S, order)
+    if floor > 0:
+        pk = order_peak(wg.graph, restrict_order(g, wg, order))
+        if pk <= floor:
+            if info is not None:
+                info.update({"ops": len(wg.ops), "virtual": wg.n_virtual, "lower_bound": 0, "upper_bound": pk,
+                             "wall_s": 0.0, "skipped": f"the restricted order peaks at {pk} <= the bound {floor}"})
+            return 0
     res = solve_exact(wg.graph, time_limit=time_limit, workers=workers, seed=seed, window_share=0.0)
     lb = int(res.lower_bound) if res.lower_bound is not None else 0
     if info is not None:
@@ -327,7 +337,8 @@ def window_bound(g: Graph, order, base: int, *, time_budget: float, sizes=(120, 
         v = window_value(g, S, order, time_limit=share, floor=best, workers=workers, seed=seed + i, info=row)
         rows.append(row)
         if say is not None:
-            say(f"window of {len(S)} operators (+{row['virtual']} virtual): bound {v} B in {row['wall_s']:.1f}s")
+            say(f"window of {len(S)} operators (+{row['virtual']} virtual): "
+                + (f"skipped ({row['skipped']})" if "skipped" in row else f"bound {v} B in {row['wall_s']:.1f}s"))
         best = max(best, v)
     if info is not None:
         info["windows"] = rows
