@@ -350,7 +350,9 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
     for x in ordered[:SINGLE_ROW_MOMENTS]:
         if time.perf_counter() > deadline:
             break
-        single = max(single, _knapsack_lp(np.minimum(row_coeffs(int(x)), demand[x]), pc, float(demand[x])))
+        lp = _knapsack_lp(np.minimum(row_coeffs(int(x)), demand[x]), pc, float(demand[x]))
+        if math.isfinite(lp):  # an uncoverable row cannot occur (room >= 0); never a claim from here
+            single = max(single, lp)
     if single > 0:
         # the integer program's value is an integer >= the LP value (float error: 1e-9 relative)
         best = max(best, math.ceil(single * (1 - 1e-9) - 1e-9) / scale)
