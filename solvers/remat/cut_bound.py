@@ -360,7 +360,7 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
         out.checks.append((best, f"single rows: {min(len(ordered), SINGLE_ROW_MOMENTS)} moments",
                            round(time.perf_counter() - t0, 3)))
     # first round: the most demanding moments (at most NNZ_PER_ROUND nonzeros)
-    for x in active[np.argsort(-demand[active], kind="stable")][:rows_per_round]:
+    for x in ordered[:rows_per_round]:
         add_row(int(x))
         if nnz >= NNZ_PER_ROUND or time.perf_counter() > deadline:
             break
