@@ -9,8 +9,8 @@ from memsched.formulations import MemschedError, Schedule, evaluate
 from memsched.instances.generators import chain, random_dag, random_multi_output, unet
 from memsched.formulations.problems import RematProblem
 from memsched.solvers.ordering.dispatch import solve_order
-from memsched.solvers.remat.dispatch import (_cut_infeasibility, check_caps, local_infeasibility, pebbling_infeasibility, resolve_budget,
-                                             solve_remat)
+from memsched.solvers.remat.dispatch import (_cut_infeasibility, check_caps, local_infeasibility, pebbling_infeasibility,
+                                             resolve_budget, solve_remat)
 from memsched.solvers.remat.revolve import binomial_positions
 
 from test_remat_properties import train_chain
@@ -39,7 +39,8 @@ def test_baseline_schedules_are_valid_within_budget_and_caps(g, method, ratio, c
     assert r.scope == "heuristic"
     if r.schedule is None:
         # a heuristic that finds nothing proves nothing: "infeasible" only with a proof for
-        # every schedule (local_infeasibility / the backward pebbling bound), else "unknown"
+        # every schedule (local_infeasibility / the backward pebbling bound / the moment-cut
+        # refutation), else "unknown"
         assert r.status in ("infeasible", "unknown") and r.message and r.class_status is None
         if r.status == "infeasible":
             problem = RematProblem(budget=B, caps=None if cap is None else tuple([cap] * g.n_ops))
