@@ -36,7 +36,9 @@ recomputation sets per stage, not a schedule.
 
 Size: O(n^2) R, O(n x tensors) S and T; one linear constraint per stage and per
 recomputation literal, of O(tensors) terms (O(n^2 x tensors) in all: ResNet50-train, 353
-operators, takes ~100 s to build, so callers pass a deadline). After the stage formulation of Checkmate (Jain et al., MLSys 2020)
+operators, takes ~100 s to build, so callers pass a deadline). ``compact=True`` writes the
+same constraints with one load variable per stage, O(degree) terms per literal
+(O(n x tensors + n^2 x degree) in all: ResNet50-train builds in a few seconds). After the stage formulation of Checkmate (Jain et al., MLSys 2020)
 and the fixed stage events of Moccasin (Bartan et al., ICML 2023), with the order inside a
 stage relaxed instead of fixed, which keeps it a bound for the whole given-order class.
 """
@@ -146,15 +148,20 @@ def given_relaxation_size(graph: Graph, caps: list[int], *, prune: bool = True) 
     ``R`` and ``S`` literals and ``terms``, the sum over stages of (recomputation literals x
     tensor literals) of the stage, which the memory-at-recomputation constraints hold and
     which the build time follows (MobileNet-train: 2.1 M terms, ~10 s; random_layered n100:
-    0.33 M). O(n^2 + n x tensors)."""
+    0.33 M), and ``compact_terms``, the same for ``compact=True`` (per stage with a
+    recomputation literal: its tensor literals plus, per literal, its inputs and outputs and
+    one). O(n^2 + n x tensors)."""
     b = _Relax(graph, None, graph.always_resident(), caps, prune=prune)
     rec = [0] * (graph.n_ops + 1)
     ten = [0] * (graph.n_ops + 1)
-    for i, _u in b.R:
+    io = [0] * (graph.n_ops + 1)
+    for i, u in b.R:
         rec[i] += 1
+        io[i] += len(graph.op_in[u]) + len(graph.op_out[u]) + 1
     for i, _j in b.S:
         ten[i] += 1
-    return {"R": len(b.R), "S": len(b.S), "terms": sum(r * t for r, t in zip(rec, ten))}
+    return {"R": len(b.R), "S": len(b.S), "terms": sum(r * t for r, t in zip(rec, ten)),
+            "compact_terms": sum(t + k for t, k, r in zip(ten, io, rec) if r)}
 
 
 class BuildDeadline(Exception):
@@ -166,7 +173,7 @@ def _is_constant(var) -> bool:
 
 
 def build_given_relaxation(graph: Graph, budget: int, caps: list[int], *, deadline: float | None = None,
-                           prune: bool = True) -> GivenRelaxation:
+                           prune: bool = True, compact: bool = False) -> GivenRelaxation:
     """Build the relaxation (module docstring) for budget ``budget`` (bytes) and finite
     per-operator ``caps``; the objective is the extra compute over the baseline.
 
@@ -193,7 +200,7 @@ def build_given_relaxation(graph: Graph, budget: int, caps: list[int], *, deadli
 
     if not all(float(c).is_integer() for c in graph.cost):
         raise MemschedError("remat: the given-order relaxation needs integer operator costs")
-    b = _Relax(graph, cp_model.CpModel(), budget, caps, deadline, prune)
+    b = _Relax(graph, cp_model.CpModel(), budget, caps, deadline, prune, compact)
     b.add_dependencies()
     b.add_retention()
     b.add_memory_at_first_computations()
@@ -213,8 +220,8 @@ def build_given_relaxation(graph: Graph, budget: int, caps: list[int], *, deadli
 class _Relax:
     """The pieces of :func:`build_given_relaxation`."""
 
-    def __init__(self, g: Graph, md, budget: int, caps, deadline=None, prune: bool = True):
-        self.g, self.md, self.deadline = g, md, deadline
+    def __init__(self, g: Graph, md, budget: int, caps, deadline=None, prune: bool = True, compact: bool = False):
+        self.g, self.md, self.deadline, self.compact = g, md, deadline, compact
         self.n = n = g.n_ops
         self.pi = g.given_order()
         self.pos = {v: i for i, v in enumerate(self.pi)}
@@ -342,9 +349,20 @@ class _Relax:
                 md.AddBoolOr(lits)  # S and end and not recomputed => T
                 T[j] = t
                 self.T[(i, j)] = t
+            if self.compact:
+                # one load variable per stage, O(degree) terms per literal (the same constraints:
+                # load - the literal's own inputs and outputs among T + those in full)
+                load = md.NewIntVar(0, sum(self.sz[j] for j in T), f"L_{i}")
+                md.Add(load == sum(self.sz[j] * T[j] for j in T))
+                for u in rec:
+                    io = (set(g.op_in[u]) - self.keep) | set(g.op_out[u])
+                    md.Add(load - sum(self.sz[j] * T[j] for j in io if j in T) + sum(self.sz[j] for j in io)
+                           + self.ws[u] <= self.cap).OnlyEnforceIf(self.R[(i, u)])
+                self.check_deadline(f"stage {i}")
+                continue
             # written out per literal: one shared variable for the stage's load (O(degree) terms
-            # per literal) was measured much slower to solve (segnet-train 0.8: no proof in 30 s
-            # against 11 s), so large graphs rely on the deadline instead
+            # per literal, ``compact``) was measured much slower to solve (segnet-train 0.8: no
+            # proof in 30 s against 11 s), so it is used only where this form is too large
             for u in rec:
                 io = (set(g.op_in[u]) - self.keep) | set(g.op_out[u])
                 md.Add(sum(self.sz[j] * T[j] for j in T if j not in io) + sum(self.sz[j] for j in io) + self.ws[u]

@@ -221,7 +221,7 @@ def hitting_set_bound(graph: Graph, B: int, caps, order: str = "free", *, upto: 
 
 def given_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = None, hint=None,
                            time_limit: float = 10.0, workers: int = 1, seed: int = 0,
-                           build_limit: float | None = None) -> ThresholdBound:
+                           build_limit: float | None = None, compact: bool = False) -> ThresholdBound:
     """A lower bound on compute for the given-order class from the stage relaxation
     (``memsched.formulations.remat_given_relax``; docs/remat.md, "Given-order stage
     relaxation"): every schedule of the class within ``B`` and the finite ``caps`` has
@@ -263,7 +263,7 @@ def given_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = N
         return out
     t0 = time.perf_counter()
     try:  # the build gets at most half the time, or build_limit
-        rx = build_given_relaxation(graph, B, [int(c) for c in caps],
+        rx = build_given_relaxation(graph, B, [int(c) for c in caps], compact=compact,
                                     deadline=t0 + (time_limit / 2 if build_limit is None else min(build_limit, time_limit)))
     except BuildDeadline as e:
         out.checks.append((0.0, f"relaxation not built: {e.args[0]}", round(time.perf_counter() - t0, 3)))
