@@ -173,9 +173,10 @@ def _is_constant(var) -> bool:
 
 
 def build_given_relaxation(graph: Graph, budget: int, caps: list[int], *, deadline: float | None = None,
-                           prune: bool = True, compact: bool = False) -> GivenRelaxation:
+                           prune: bool = True, compact: bool = False, objective: bool = True) -> GivenRelaxation:
     """Build the relaxation (module docstring) for budget ``budget`` (bytes) and finite
-    per-operator ``caps``; the objective is the extra compute over the baseline.
+    per-operator ``caps``; the objective is the extra compute over the baseline
+    (``objective=False``: no objective, a feasibility test, any costs).
 
     ``deadline`` (a ``time.perf_counter()`` value) is checked between stages. ``prune``
     (default) creates no ``R[i,u]`` past the last stage at which a recomputation of u can
@@ -198,7 +199,7 @@ def build_given_relaxation(graph: Graph, budget: int, caps: list[int], *, deadli
 
     from ortools.sat.python import cp_model
 
-    if not all(float(c).is_integer() for c in graph.cost):
+    if objective and not all(float(c).is_integer() for c in graph.cost):
         raise MemschedError("remat: the given-order relaxation needs integer operator costs")
     b = _Relax(graph, cp_model.CpModel(), budget, caps, deadline, prune, compact)
     b.add_dependencies()
@@ -209,10 +210,13 @@ def build_given_relaxation(graph: Graph, budget: int, caps: list[int], *, deadli
         lits = [r for (i, v), r in b.R.items() if v == u]
         if lits:
             b.md.Add(sum(lits) <= caps[u])
-    div = reduce(gcd, [int(c) for c in graph.cost], 0) or 1
-    icost = [int(c) // div for c in graph.cost]
-    obj = sum(icost[u] * r for (i, u), r in b.R.items())
-    b.md.Minimize(obj)
+    if objective:
+        div = reduce(gcd, [int(c) for c in graph.cost], 0) or 1
+        icost = [int(c) // div for c in graph.cost]
+        obj = sum(icost[u] * r for (i, u), r in b.R.items())
+        b.md.Minimize(obj)
+    else:
+        div, icost, obj = 1, None, None
     return GivenRelaxation(model=b.md, graph=graph, order=b.pi, R=b.R, S=b.S, T=b.T, icost=icost, cost_div=div,
                            objective_expr=obj, stats={"recompute_literals": len(b.R), "stages": graph.n_ops + 1})
 

@@ -90,3 +90,21 @@ def test_a_relaxation_too_large_to_build_is_skipped(monkeypatch):
         assert res.status in ("optimal", "feasible") and res.compute >= truth.compute - 1e-6
         return
     raise AssertionError("no seeded tiny graph reached the relaxation")
+
+
+def test_the_driver_refutes_with_the_relaxation_only_where_the_class_has_no_schedule():
+    """``cp._relaxation_refutation`` (no warm start fits, given-order class, finite caps): each
+    row it ends as infeasible has no schedule of the class in the referee, and it runs on the
+    seeded tiny graphs that need it (any costs)."""
+    hits = 0
+    for seed in range(300):
+        g, B = random_tiny_graph(seed, min_ops=4)
+        if B - g.always_resident() < 0:
+            continue
+        res = solve_remat(g, B, method="cp", cap=1, order="given", time_limit=30, workers=1)
+        rr = res.params.get("relaxation_refutation")
+        if rr and rr.get("refuted"):
+            hits += 1
+            assert res.status == "infeasible" and res.schedule is None, (res.status, res.message)
+            assert remat(g, B, cap=1, order="given").compute is None, (seed, res.message)
+    assert hits >= 2, hits

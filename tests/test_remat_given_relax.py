@@ -17,7 +17,7 @@ from memsched.formulations import evaluate
 from memsched.formulations.problems import first_computations_follow
 from memsched.formulations.remat_given_relax import build_given_relaxation
 from memsched.solvers.engines.cpsat import solve_cpsat
-from memsched.solvers.remat.proofs import given_relaxation_bound
+from memsched.solvers.remat.proofs import given_relaxation_bound, given_relaxation_refutes
 
 from referee import remat
 from referee_strategies import random_tiny_graph, tiny_instances
@@ -140,3 +140,24 @@ def test_the_compact_form_is_the_same_relaxation():
                                                        seed, ref.schedule.to_names(g))
         checked += 1
     assert checked > 100
+
+
+def test_a_refutation_by_the_relaxation_holds_for_the_class():
+    """``proofs.given_relaxation_refutes`` (the driver's feasibility test before the stage-class
+    phase) says "refuted" only where the referee finds no schedule of the given-order class
+    within B and the caps; seeded tiny graphs, caps 1 and 2, both forms, any costs."""
+    refuted = 0
+    for seed in range(500):
+        g, B = random_tiny_graph(seed, max_ops=7)
+        if B - g.always_resident() < 0:
+            continue
+        for cap in (1, 2):
+            truth = remat(g, B, cap=cap, order="given")
+            for compact in (True, False):
+                got, checks = given_relaxation_refutes(g, B, [cap] * g.n_ops, time_limit=30, compact=compact)
+                assert checks and checks[0][1] in ("relaxation infeasible", "relaxation optimal"), checks
+                if got:  # (not refuted says nothing: a relaxation may have solutions where the class has none)
+                    refuted += 1
+                    assert truth.compute is None, ("refuted, but the class has a schedule", seed, cap,
+                                                   truth.schedule.to_names(g))
+    assert refuted > 20  # the test sees refutations

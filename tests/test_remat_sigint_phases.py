@@ -135,3 +135,15 @@ def test_progress_lines_speak_in_the_result_units():
     assert min(computes) >= d["baseline_compute"] * (1 - 1e-5), computes  # scaled units: 2432 times smaller
     assert d["compute"] <= min(computes) * (1 + 1e-5), (d["compute"], computes)  # the result is the best one
     assert d["stopped"] and ("bound met" in d["stopped"] or "time limit" in d["stopped"]), d["stopped"]
+
+
+def test_ctrl_c_in_the_relaxation_refutation():
+    """Budget 0.6 of the shipped n100 in the given-order class: no warm start fits, and the
+    given-order stage relaxation runs as a feasibility test (which refutes this budget in a few
+    seconds when not interrupted, docs/remat.md); Ctrl-C there stops with no schedule and no claim."""
+    rc, d, err, dt, _seen = interrupt_at(["remat", N100, "--budget", "0.6", "--cap", "1", "--order", "given",
+                                          "--time-limit", "120", "--progress", "--json"], "feasibility at the budget")
+    if rc is None:
+        pytest.skip(f"the solve ended before the relaxation's feasibility test: {err[-600:]}")
+    _check(rc, d, err, dt)
+    assert d["schedule"] is None and "before any schedule" in d["stopped"], d

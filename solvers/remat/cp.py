@@ -76,6 +76,17 @@ RELAX_BUILD_SHARE = 0.15
 # was measured at ~0.2 M terms/s (MobileNet-train, 2.1 M terms, ~10 s at load ~8), so it could
 # not finish and its share would be lost (docs/remat.md, "Given-order driver").
 RELAX_TERMS_PER_S = 100_000
+# The compact form (one load variable per stage; used only where the expanded form is too
+# large) is not started when it has more than this many recomputation literals per second of
+# the relaxation's share: its search first proves anything after ~14 s on MobileNet-train
+# (17 k literals, solved in 32 s), needed 67 s on random_layered n250 (31 k) and had no bound
+# above 0 after 52 s on ResNet50-train (62 k), time the slot model uses better there
+# (docs/remat.md, "Given-order driver").
+RELAX_COMPACT_R_PER_S = 600
+# Share of the time left (given-order class, finite caps, no schedule within the budget after
+# the warm starts) given to the relaxation as a feasibility test before the stage-class phase:
+# no solution refutes the budget for the class (random_layered n100 at 0.6: 4 s, docs/remat.md).
+RELAX_REFUTE_SHARE = 0.3
 # Share of the time left (given-order class, no schedule within the budget after the warm starts)
 # given to the stage-class first phase (solvers/remat/stage_class.py): its least-peak search
 # finds first schedules the slot model's phase 1 does not (random_layered n250, docs/remat.md).
@@ -412,6 +423,9 @@ def _first_schedule(s: _Solve) -> SolveResult | None:
         s.params["refutes_asked_problem"] = True
         return s.infeasible(why, proof="local", stop="proved infeasible by the backward reachability search")
     if s.gmodel:
+        res = _relaxation_refutation(s)
+        if res is not None:
+            return res
         _stage_phase(s)
         if s.fits(s.hint):
             return None
@@ -446,6 +460,37 @@ def _first_schedule(s: _Solve) -> SolveResult | None:
     return s.result(None, status=Status.TIMEOUT, objective=s.objective, lower_bound=s.floor, stop=why,
                     message=f"no schedule within budget {s.B} found in {s.elapsed():.1f} s"
                             + f" (least peak found {evaluate(g, s.hint).peak})")
+
+
+def _relaxation_refutation(s: _Solve) -> SolveResult | None:
+    """3a'. Given-order class, finite caps, no schedule within B after the warm starts: the
+    given-order stage relaxation as a feasibility test (compact form, ``RELAX_REFUTE_SHARE`` of
+    the time left). No solution refutes B for every schedule of the class with the caps
+    (docs/remat.md, "Given-order stage relaxation"); otherwise nothing is claimed and the
+    search goes on."""
+    from memsched.formulations.remat_given_relax import given_relaxation_size
+    from memsched.solvers.remat.proofs import given_relaxation_refutes
+
+    if s.unbounded or INTERRUPTED.is_set() or s.left() < 2.0:
+        return None
+    t = time.perf_counter()
+    share = RELAX_REFUTE_SHARE * s.left()
+    size = given_relaxation_size(s.graph, s.ecaps)
+    if size["compact_terms"] > RELAX_TERMS_PER_S * share / 2:
+        s.params["relaxation_refutation"] = {"skipped": f"{size['compact_terms']} terms (compact form): too large "
+                                                        f"to build in {share / 2:.1f} s"}
+        return None
+    s.say("bounds", "given-order stage relaxation, feasibility at the budget (compact form)")
+    refuted, checks = given_relaxation_refutes(s.graph, s.B, s.ecaps, time_limit=share, workers=s.workers,
+                                               seed=s.seed)
+    s.params["relaxation_refutation"] = {"refuted": refuted, "s": round(time.perf_counter() - t, 3),
+                                         "checks": [list(c) for c in checks]}
+    if refuted:
+        return s.infeasible(f"the given-order stage relaxation has no solution: no schedule whose first computations "
+                            f"follow the given order, with at most {max(s.ecaps)} recomputation(s) per operator, "
+                            f"fits budget {s.B} (docs/remat.md, \"Given-order stage relaxation\")",
+                            stop="proved infeasible: the given-order stage relaxation has no solution")
+    return None
 
 
 def _stage_phase(s: _Solve, share: float = None) -> None:
@@ -491,9 +536,11 @@ def _given_relaxation(s: _Solve) -> SolveResult | None:
     size = given_relaxation_size(g, s.ecaps)
     room = RELAX_TERMS_PER_S * RELAX_BUILD_SHARE * s.left()
     compact = size["terms"] > room  # the expanded form is the faster prover where it builds in time
-    if compact and size["compact_terms"] > room:
-        s.params["given_relaxation"] = {"skipped": f"{size['terms']} terms ({size['compact_terms']} compact): too "
-                                                   f"large to build in {RELAX_BUILD_SHARE * s.left():.1f} s",
+    if compact and (size["compact_terms"] > room or size["R"] > RELAX_COMPACT_R_PER_S * RELAX_SHARE * s.left()):
+        s.params["given_relaxation"] = {"skipped": f"{size['terms']} terms, too large to build in "
+                                                   f"{RELAX_BUILD_SHARE * s.left():.1f} s; compact form: "
+                                                   f"{size['compact_terms']} terms, {size['R']} recomputation "
+                                                   f"literals, too many for {RELAX_SHARE * s.left():.1f} s",
                                         "extra": 0.0, "complete": False, "s": round(time.perf_counter() - t, 3)}
         return None
     upto = evaluate(g, s.hint).compute - s.baseline
