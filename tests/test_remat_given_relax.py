@@ -30,11 +30,22 @@ def _usable(g, B) -> bool:
     return B - g.always_resident() >= 0 and all(float(c).is_integer() for c in g.cost)
 
 
-def _relaxation_optimum(g, B, cap):
-    rx = build_given_relaxation(g, B, [cap] * g.n_ops)
+def _relaxation_optimum(g, B, cap, **build):
+    """The relaxation's least extra compute (None: no solution); ``build``: its build options."""
+    rx = build_given_relaxation(g, B, [cap] * g.n_ops, **build)
     run = solve_cpsat(rx.model, time_limit=60, workers=1)
     assert run.status in ("optimal", "infeasible"), run.status
     return None if run.status == "infeasible" else run.solver.ObjectiveValue() * rx.cost_div
+
+
+def _assignment_is_a_solution(g, B, schedule, **build):
+    """True/False: the schedule's own assignment (its hint, fixed) satisfies the cap-1 relaxation;
+    None when it has no assignment (a useless recomputation of a zero-cost operator has no variable)."""
+    rx = build_given_relaxation(g, B, [1] * g.n_ops, **build)
+    if not rx.hint(schedule):
+        return None
+    run = solve_cpsat(rx.model, time_limit=60, workers=1, params={"fix_variables_to_their_hinted_value": True})
+    return run.status in ("optimal", "feasible")
 
 
 @settings(max_examples=60, **SET)
@@ -62,12 +73,8 @@ def test_the_optimal_schedule_satisfies_the_relaxation(inst):
     ref = remat(g, B, cap=1, order="given")
     if ref.schedule is None:
         return
-    rx = build_given_relaxation(g, B, [1] * g.n_ops)
-    if not rx.hint(ref.schedule):
-        return  # a useless recomputation (of a zero-cost operator) has no variable
-    run = solve_cpsat(rx.model, time_limit=60, workers=1, params={"fix_variables_to_their_hinted_value": True})
-    assert run.status in ("optimal", "feasible"), ("the schedule's own assignment violates the relaxation",
-                                                   ref.schedule.to_names(g))
+    assert _assignment_is_a_solution(g, B, ref.schedule) is not False, (
+        "the schedule's own assignment violates the relaxation", ref.schedule.to_names(g))
 
 
 @settings(max_examples=30, **SET)
@@ -122,23 +129,15 @@ def test_the_compact_form_is_the_same_relaxation():
         if not _usable(g, B):
             continue
         for cap in (1, 2):
-            got = []
-            for compact in (False, True):
-                rx = build_given_relaxation(g, B, [cap] * g.n_ops, compact=compact)
-                run = solve_cpsat(rx.model, time_limit=60, workers=1)
-                assert run.status in ("optimal", "infeasible"), run.status
-                got.append(None if run.status == "infeasible" else run.solver.ObjectiveValue() * rx.cost_div)
+            got = [_relaxation_optimum(g, B, cap, compact=compact) for compact in (False, True)]
             assert got[0] == got[1], (seed, cap, got)
         ref = remat(g, B, cap=1, order="given")
         if ref.schedule is None:
             continue
-        rx = build_given_relaxation(g, B, [1] * g.n_ops, compact=True)
-        if not rx.hint(ref.schedule):
-            continue  # a useless recomputation (of a zero-cost operator) has no variable
-        run = solve_cpsat(rx.model, time_limit=60, workers=1, params={"fix_variables_to_their_hinted_value": True})
-        assert run.status in ("optimal", "feasible"), ("the schedule's own assignment violates the compact form",
-                                                       seed, ref.schedule.to_names(g))
-        checked += 1
+        ok = _assignment_is_a_solution(g, B, ref.schedule, compact=True)
+        assert ok is not False, ("the schedule's own assignment violates the compact form", seed,
+                                 ref.schedule.to_names(g))
+        checked += ok is True
     assert checked > 100
 
 
