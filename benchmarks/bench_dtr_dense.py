@@ -744,7 +744,8 @@ def full_scans_main(argv) -> int:
             tv = time.perf_counter() - tv
             assert not bad, (name, h, sorted(bad)[:5])
             mf = r.min_feasible()
-            line = (f"| {name} | {h} | {finished} | {w:.0f} | {la:.1f} | {len(r.points)} | {r.replays} | {r.derived} | "
+            line = (f"| {name} | {h} | {finished} | {w:.0f} | {la:.1f} | {len(r.points)} | {r.replays} | {r.derived}"
+                    f"{f' (+{r.repeat_derived} repeats)' if r.repeat_derived else ''} | "
                     f"{n_early} | {'-' if mf is None else f'{mf:.4f}'} | {len(r.holes)} | {checked} random, all agree "
                     f"({tv:.0f} s) |")
             print(line, flush=True)

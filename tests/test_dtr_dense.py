@@ -159,7 +159,7 @@ def test_dense_results_file_resume_and_report(tmp_path):
     a = sweep(tr, "dtr", results=out, **kw)
     rows = read_rows(out)
     der = [r for r in rows if r.get("status") == "derived"]
-    assert len(rows) == a.replays + a.derived and len(der) == a.derived > 0
+    assert len(rows) == a.replays + a.derived + a.repeat_derived and len(der) == a.derived + a.repeat_derived > 0
     for r in der:
         lo, hi = r["derived_from"]
         assert lo <= r["budget"] and (hi is None or r["budget"] <= hi)
@@ -169,3 +169,38 @@ def test_dense_results_file_resume_and_report(tmp_path):
     s = summarize_rows(rows)
     assert len(s) == 1 and s[0]["replays"] == a.replays and s[0]["samples"] == len(a.points)
     assert "hole" in report_rows(rows)
+
+
+@pytest.mark.parametrize("seed,h", [(8, "dtr"), (32, "dtr-eqclass"), (37, "dtr")])
+def test_repeats_of_a_hole_interior_come_from_replays_of_their_own_round(tmp_path, seed, h):
+    """Determinism repeats: every sample next to an outcome change is replayed in every round;
+    a hole's interior sample may take a round's repeat only from a replay of that same round
+    (never from the first sampling or an earlier round), and every sample still equals its
+    independent replay."""
+    from memsched.solvers.pool.store import read_rows
+
+    tr = random_trace(seed, n_calls=60)
+    out = tmp_path / "r.jsonl"
+    res = sweep(tr, h, lo=0.3, hi=1.0, resolution=0.002, repeats=3, run_timeout=None, results=out)
+    assert res.repeat_derived > 0
+    rows = read_rows(out)
+    n_of = lambda r: int(r["key"].split(":")[-2])  # noqa: E731  (the run's index at its budget)
+    replayed = {}
+    for r in rows:
+        if r.get("status") != "derived" and r.get("equiv"):
+            replayed.setdefault(n_of(r), set()).add(tuple(r["equiv"]))
+    ks = [p.ratio for p in res.points]
+    edge = {x for a, b, pa, pb in zip(ks, ks[1:], res.points, res.points[1:]) if pa.outcome != pb.outcome
+            for x in (a, b)}
+    for r in rows:
+        n = n_of(r)
+        if n == 0:
+            continue
+        assert r["ratio"] not in edge or r.get("status") != "derived", r  # next to a change: replayed
+        if r.get("status") == "derived":
+            assert tuple(r["derived_from"]) in replayed.get(n, set()), r  # from this round's replays
+    for p in res.points:
+        assert p.outcome != "nondeterministic"
+        assert (p.outcome, p.clock, p.peak, p.evictions) == key(replay(tr, p.ratio, heuristic=h)), p
+    for hh in res.holes:
+        assert all(p.runs == 3 for p in res.points if hh.first <= p.ratio <= hh.last)

@@ -14,9 +14,12 @@ the interval runs the identical replay: :attr:`Runtime.eq_lo`, docs/dtr.md). Wit
    re-sampled at every ``resolution`` step in between (``refine='scan'``, a dense scan,
    so that several switches inside one coarse interval are all seen; or
    ``refine='bisect'``: bisection), repeated until no unsampled change interval is left;
-3. determinism: every ratio next to an outcome change (and every infeasible ratio of a
-   hole) is replayed ``repeats`` times in all; differing outcomes or clocks make the
-   point 'nondeterministic' (treated as unresolved);
+3. determinism: every ratio next to an outcome change is replayed ``repeats`` times in
+   all; every other infeasible ratio of a hole (its interior) is sampled ``repeats`` times
+   in all, each repeat round coarse to fine, and a repeat there whose budget lies in the
+   interval of a replay of the same round takes that replay's result (so each round
+   re-derives the hole from its own replays; with ``share``); differing outcomes or
+   clocks make the point 'nondeterministic' (treated as unresolved);
 4. a run past ``run_timeout`` seconds is 'unresolved': neither feasible nor infeasible
    (in a worker process it is also killed for real a little later, see below); a run
    whose worker process died is 'error' (also neither).
@@ -103,6 +106,7 @@ class SweepResult:
     reused: int = 0  # replays taken from the results file (resume)
     derived: int = 0  # samples taken from an equal replay's budget interval (sweep_many's share)
     resumed: int = 0  # replays resumed from another replay's snapshot (sweep_many's prefix)
+    repeat_derived: int = 0  # repeat runs of hole interiors taken from a replay of the same round
 
     def min_feasible(self) -> float | None:
         ok = [p.ratio for p in self.points if p.outcome == "ok"]
@@ -115,7 +119,8 @@ class SweepResult:
                 "unresolved": [p.ratio for p in self.points if p.outcome in UNRESOLVED],
                 "holes": [h.to_json() for h in self.holes], "points": [p.to_json() for p in self.points],
                 "wall_s": round(self.wall_s, 3), "replays": self.replays, "reused": self.reused,
-                "derived": self.derived, "resumed": self.resumed, "sampling": self.params.get("sampling")}
+                "derived": self.derived, "repeat_derived": self.repeat_derived, "resumed": self.resumed,
+                "sampling": self.params.get("sampling")}
 
 
 def find_holes(points) -> list[Hole]:
@@ -198,17 +203,37 @@ def _protocol(results: dict, grid: list[int], repeats: int, refine: str, max_ref
                 break
         rnd += 1
         yield f"refine {rnd}", todo
-    # determinism: repeat the points next to a change, and hole points
+    # determinism: every point next to an outcome change is replayed again in each round; the
+    # other points of a hole (its interior) are sampled again in each round, coarse to fine
+    # (:func:`_repeat_levels`), a point in the budget interval of a replay of the same round
+    # taking that replay's result (``_Driver._sample``)
     ks = sorted(results)
-    need = set()
+    edge, inner = set(), set()
     for a, b in zip(ks, ks[1:]):
         if cls(a) != cls(b):
-            need.update((a, b))
+            edge.update((a, b))
     for h in find_holes([(k, cls(k)) for k in ks]):
-        need.update(h.ratios)
+        inner.update(h.ratios)
+    inner -= edge
     for i in range(repeats - 1):
-        if need:
-            yield f"repeat {i + 2}", sorted(need)
+        if edge:
+            yield f"repeat {i + 2}", sorted(edge)
+        for s, lvl in _repeat_levels(sorted(inner)):
+            yield f"repeat {i + 2} interior stride {s}", lvl
+
+
+def _repeat_levels(ks: list[int]) -> list[tuple[int, list[int]]]:
+    """The interior points ``ks`` of the holes, coarse to fine: strides 16, 8, 4, 2, 1 of the
+    index (each level holds the points of its stride not in an earlier level), so that a
+    round's coarser replays are finished, and their intervals known, when the finer points
+    are sampled."""
+    out, seen = [], set()
+    for s in (16, 8, 4, 2, 1):
+        lvl = [k for k in ks if k % s == 0 and k not in seen]
+        seen.update(lvl)
+        if lvl:
+            out.append((s, lvl))
+    return out
 
 
 # ------------------------------------------------------------------ trace identity
@@ -383,13 +408,38 @@ class _State:
     wall_s: float = 0.0
     done: bool = False
     derived: int = 0  # samples taken from an equal run's budget interval (no replay)
+    repeat_derived: int = 0  # repeat runs of hole interiors taken from a replay of the same round
     resumed: int = 0  # replays resumed from a snapshot (prefix sharing)
-    eq_lo: list = field(default_factory=list)  # sorted lower ends of the known intervals
-    eq: list = field(default_factory=list)  # (lo, hi, outcome, clock, peak, evictions), same order
+    intervals: "_Intervals" = field(default_factory=lambda: _Intervals())  # of every replay
+    rounds: dict = field(default_factory=dict)  # repeat round -> _Intervals of that round's replays
     share: bool = True
     allocator: str = "bytes"
 
     def add_interval(self, lo, hi, run) -> None:
+        self.intervals.add(lo, hi, run)
+
+    def lookup(self, budget):
+        return self.intervals.lookup(budget)
+
+    @property
+    def round(self) -> str | None:
+        """The repeat round of the current phase ('2', '3', ...), None outside the repeats."""
+        return self.phase.split()[1] if self.phase.startswith("repeat") else None
+
+    @property
+    def label(self) -> str:
+        return f"{Path(str(self.trace.path)).stem[:28]} {self.heuristic}"
+
+
+class _Intervals:
+    """Budget-equivalence intervals of finished replays (disjoint or equal, Runtime.eq_lo /
+    eq_hi), sorted by lower end, each with its run's (outcome, clock, peak, evictions)."""
+
+    def __init__(self):
+        self.eq_lo: list = []  # sorted lower ends
+        self.eq: list = []  # (lo, hi, outcome, clock, peak, evictions), same order
+
+    def add(self, lo, hi, run) -> None:
         import bisect
 
         i = bisect.bisect_left(self.eq_lo, lo)
@@ -407,10 +457,6 @@ class _State:
             if e[1] is None or budget <= e[1]:
                 return e
         return None
-
-    @property
-    def label(self) -> str:
-        return f"{Path(str(self.trace.path)).stem[:28]} {self.heuristic}"
 
 
 def _reusable(row: dict, run_timeout) -> bool:
@@ -465,7 +511,9 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
         A sample whose budget lies in the budget-equivalence interval of a finished replay
         (:attr:`Runtime.eq_lo` .. ``eq_hi``: every budget there runs the identical replay)
         takes that replay's outcome, clock, peak and evictions without running (counted in
-        ``SweepResult.derived``); determinism repeats always run.
+        ``SweepResult.derived``). Determinism repeats replay every sample next to an outcome
+        change again; a hole's interior sample may take its repeat from a replay of the same
+        round only (``SweepResult.repeat_derived``).
     allocator : str
         ``bytes`` (simrd's byte counting, the default) or an address-aware model
         (:mod:`.allocator`: ``first-fit``, ``best-fit``, ``caching``; no sharing there).
@@ -667,10 +715,22 @@ class _Driver:
         st.used[key] = n + 1
         rows = self.reuse.get(key)
         has_row = bool(rows) and n < len(rows)
-        e = st.lookup(budget) if st.share and not st.phase.startswith("repeat") and n == 0 else None
+        rnd = st.round
+        if not st.share:
+            e = None
+        elif rnd is None:
+            e = st.lookup(budget) if n == 0 else None
+        elif "interior" in st.phase and rnd in st.rounds:
+            # a hole's interior point in a repeat round: from a replay of this round only
+            e = st.rounds[rnd].lookup(budget)
+        else:
+            e = None
         if e is not None and not has_row:
             st.results.setdefault(k, []).append((e[2], e[3], e[4], e[5], budget, 0.0))
-            st.derived += 1
+            if rnd is None:
+                st.derived += 1
+            else:
+                st.repeat_derived += 1
             if self.store is not None:
                 self.store.append(self.row(st, k, budget, n, e[2], e[3], e[4], e[5], 0.0, "derived", None,
                                            derived_from=[e[0], e[1]]))
@@ -712,6 +772,8 @@ class _Driver:
         eq = out.get("equiv") if status == "done" else None
         if eq is not None:
             st.add_interval(eq[0], eq[1], (outcome, clock, peak, ev))
+            if st.round is not None:
+                st.rounds.setdefault(st.round, _Intervals()).add(eq[0], eq[1], (outcome, clock, peak, ev))
         if self.store is not None:
             self.store.append(self.row(st, task["k"], task["budget"], None, outcome, clock, peak, ev, wall, status,
                                        out.get("worker"), key=task["key"], message=out.get("message"), equiv=eq,
@@ -796,6 +858,8 @@ def _assemble(states, wall, res, lo, hi, step, resolution, repeats, run_timeout,
                     f"{st.replays} replays run{f' ({st.resumed} resumed from shared prefixes)' if st.resumed else ''}, "
                     f"{st.derived} samples from equal runs' budget intervals, "
                     f"{st.reused} reused"
+                    + (f"; {st.repeat_derived} repeats of hole interiors from replays of the same round"
+                       if st.repeat_derived else "")
                     + (f"; early stop on: {sum(1 for p in points if p.outcome == 'thrash_or_oom')} samples "
                        "thrash_or_oom (proven infeasible, stopped early: clock not the full run's)"
                        if early_stop else ""))
@@ -810,7 +874,7 @@ def _assemble(states, wall, res, lo, hi, step, resolution, repeats, run_timeout,
                     "results": None if results is None else str(results),
                     **({"status": "interrupted"} if interrupted and not st.done else {})},
             wall_s=st.wall_s if len(states) > 1 else wall, replays=st.replays, reused=st.reused,
-            derived=st.derived, resumed=st.resumed))
+            derived=st.derived, resumed=st.resumed, repeat_derived=st.repeat_derived))
     return out
 
 
