@@ -147,3 +147,21 @@ def test_ctrl_c_in_the_relaxation_refutation():
         pytest.skip(f"the solve ended before the relaxation's feasibility test: {err[-600:]}")
     _check(rc, d, err, dt)
     assert d["schedule"] is None and "before any schedule" in d["stopped"], d
+
+
+R50 = ROOT.parent / "shared" / "data" / "graphs" / "checkmate" / "ResNet50_256_2242243_train_nx.json"
+
+
+@pytest.mark.skipif(not R50.exists(), reason="../shared/data is absent")
+def test_ctrl_c_in_the_witness_search():
+    """ResNet50-train at 0.6 in the given-order class: the search restricted to the covering
+    program's operators runs for several seconds (and proves the row optimal when not
+    interrupted, docs/remat.md "Witness search"); Ctrl-C there returns the warm start."""
+    rc, d, err, dt, seen = interrupt_at(["remat", R50, "--budget", "0.6", "--cap", "1", "--order", "given",
+                                         "--time-limit", "120", "--progress", "--json"],
+                                        "search recomputing only the")
+    if rc is None:
+        pytest.skip(f"the solve ended before the witness search: {err[-600:]}")
+    _check(rc, d, err, dt)
+    assert d["schedule"] is not None and d["peak"] <= d["budget"], d
+    assert "best schedule found so far" in d["stopped"], d["stopped"]

@@ -15,8 +15,10 @@ phases (docs/remat.md, "Driver"):
 3. phase 1 (no hint within B): least peak, to find a first schedule within B or prove
    that none exists in the model's class;
 4. given-order class (finite caps): the stage relaxation's bound (:mod:`.proofs`) as an
-   objective floor; phase 2a (free order only): the given-order model, a smaller search,
-   for a cheaper hint;
+   objective floor; the witness search (finite caps): only the operators the moment-cut
+   covering program runs twice may run again, a small search whose schedule meets the floor
+   where the program's solution is realizable (``_witness_search``); phase 2a (free order
+   only): the given-order model, a smaller search, for a cheaper hint;
 5. a first slice of the main model; then the threshold and hitting-set bounds
    (:mod:`.proofs`) as an objective floor; then the main model with the rest of the time.
 
@@ -172,6 +174,7 @@ class _Solve:
         self.floor = self.baseline
         self.warm = WarmStarts()
         self.hint = None  # the schedule hinted to the next model
+        self.witness = None  # operators run twice in the moment-cut covering program's solution
         self.hint_time = None  # seconds from t0 to the hint, once it fits the budget
         self.first_s = None  # seconds from t0 to the first schedule within the budget
         self.params = {"workers": workers, "seed": seed}
@@ -200,13 +203,14 @@ class _Solve:
         """The order of first computations the model fixes (the given one), or None."""
         return self.graph.given_order() if self.gmodel else None
 
-    def build(self, budget, objective, *, fix_order="model", compute_budget=None):
+    def build(self, budget, objective, *, fix_order="model", compute_budget=None, caps=None):
+        """The slot model (``caps``: narrower caps than the effective ones, for a search)."""
         from memsched.formulations.remat_cpsat import build_remat_cp
 
         fix = self.fixed() if fix_order == "model" else fix_order
         self.say("build", f"{objective} model, {'given' if fix is not None else 'free'} order of first computations")
-        return build_remat_cp(self.graph, budget, self.ecaps, objective=objective, compute_budget=compute_budget,
-                              fix_order=fix, free_after_last_use=FREE_AFTER_LAST_USE)
+        return build_remat_cp(self.graph, budget, self.ecaps if caps is None else caps, objective=objective,
+                              compute_budget=compute_budget, fix_order=fix, free_after_last_use=FREE_AFTER_LAST_USE)
 
     def result(self, schedule, *, stop: str, **kw) -> SolveResult:
         """make_result naming this solve's class; ``stop`` is why the solve ended, in words."""
@@ -277,6 +281,9 @@ def _phases(s: _Solve) -> SolveResult:
         if res is not None:
             return res
         res = _free_relaxation(s)
+        if res is not None:
+            return res
+        res = _witness_search(s)
         if res is not None:
             return res
         _given_order_slice(s)
@@ -352,6 +359,7 @@ def _cut_floor(s: _Solve) -> SolveResult | None:
         s.params["refutes_asked_problem"] = True
         return s.infeasible(cb.reason, proof="local", stop="proved infeasible by the moment-cut covering bound")
     s.floor = max(s.floor, cb.lower_bound)
+    s.witness = cb.witness
     return None
 
 
@@ -596,6 +604,51 @@ def _free_relaxation(s: _Solve) -> SolveResult | None:
                         extra={"time_to_best_s": round(s.hint_time, 3)},
                         message="the free-order stage relaxation meets the schedule (docs/remat.md)",
                         stop="the free-order stage relaxation's bound meets the schedule (bound met)")
+    return None
+
+
+#: share of the time left for the search restricted to the covering program's operators
+WITNESS_SHARE = 0.2
+
+
+def _witness_search(s: _Solve) -> SolveResult | None:
+    """4'. A schedule search where only the operators the moment-cut covering program runs
+    twice (``s.witness``, its optimal solution) may run again: the slot model with the
+    other caps set to 0 and first computations in the given order, for ``WITNESS_SHARE``
+    of the time left, with the floor as the objective's lower end. Its schedules are
+    schedules of the asked problem (narrower caps, the given order is one of every class),
+    so a cheaper one becomes the hint, and one whose compute meets the floor is optimal
+    for the asked problem (the floor is). Its own verdicts (infeasible, optimal) are about
+    the restricted search only and are never claimed."""
+    g = s.graph
+    if (s.unbounded or not s.witness or INTERRUPTED.is_set() or s.left() < 4.0 or WITNESS_SHARE <= 0
+            or not s.fits(s.hint)):
+        return None
+    hint_c = evaluate(g, s.hint).compute
+    if same_value(s.floor, hint_c, "compute"):
+        return None
+    wit = set(s.witness)
+    caps = [c if v in wit else 0 for v, c in enumerate(s.ecaps)]
+    t = time.perf_counter()
+    s.say("warm start", f"search recomputing only the {len(wit)} operators of the covering program's solution")
+    cpw = s.build(s.B, "compute", fix_order=g.given_order(), caps=caps)
+    _add_floor(cpw, s.floor)
+    st, sol, _b, wall, log = run_cpsat(cpw, WITNESS_SHARE * s.left(), s.seed, s.workers, s.progress,
+                                       "witness search", s.t0)
+    rec = {"operators": len(wit), "status": st, "s": round(time.perf_counter() - t, 3)}
+    s.params["witness_search"] = rec
+    if sol is None:
+        return None
+    ev = evaluate(g, sol[0])
+    rec["compute"] = ev.compute
+    if ev.peak <= s.B and ev.compute < hint_c - 1e-9:
+        s.hint = sol[0]
+        s.hint_time = (t - s.t0) + next((e["t"] for e in log if e["objective"] <= sol[1] + 1e-9), wall)
+    if same_value(s.floor, evaluate(g, s.hint).compute, "compute"):
+        return s.result(s.hint, status=Status.OPTIMAL, objective="compute", lower_bound=s.floor,
+                        extra={"time_to_best_s": round(s.hint_time, 3)},
+                        message="a schedule recomputing the covering program's operators meets the lower bound",
+                        stop="the witness search's schedule meets the lower bound (bound met)")
     return None
 
 

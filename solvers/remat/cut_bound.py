@@ -61,7 +61,9 @@ class CutCoverBound:
     """``extra``: proven least extra compute of every schedule of the class within B;
     ``infeasible``: no schedule of the class fits B (``reason`` says which moment);
     ``complete``: the covering program was solved to optimality over all its moments;
-    ``stats``: sizes and times; ``checks``: (extra so far, what, seconds) per round."""
+    ``stats``: sizes and times; ``checks``: (extra so far, what, seconds) per round;
+    ``witness``: the operators run twice in the last covering program solved to optimality
+    (a guess where to recompute, for the schedule searches; it proves nothing)."""
     baseline: float
     order: str = "free"
     extra: float = 0.0
@@ -70,6 +72,7 @@ class CutCoverBound:
     complete: bool = False
     stats: dict = field(default_factory=dict)
     checks: list = field(default_factory=list)
+    witness: list | None = None
 
     @property
     def lower_bound(self) -> float:
@@ -391,6 +394,7 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
         if run.status != "optimal":
             break
         yv = np.array([run.solver.BooleanValue(v) for v in y], dtype=np.float64)
+        out.witness = [p for k, p in enumerate(prods) if yv[k] > 0.5]
         try:
             kept = _row_sums(rows, rows.soft_size * (1.0 - yv[tprod]), n, deadline)
         except _Deadline:
@@ -560,6 +564,8 @@ def _closure_rounds(g: Graph, rows: MomentRows, caps, order: str, moments: list,
         info["extra"] = out.extra
         out.checks.append((out.extra, f"closure round {info['rounds']}: {info['moments']} moments, {run.status}",
                            round(time.perf_counter() - t0, 3)))
+        if run.status == "optimal":
+            out.witness = [p for k, p in enumerate(prods) if run.solver.BooleanValue(y[k])]
         if upto is not None and out.extra >= upto - 1e-9:
             break
         if run.status != "optimal" or stalls >= CLOSURE_STALLS:
