@@ -119,7 +119,7 @@ def test_the_witness_search_claims_optimal_only_at_the_referee_optimum(monkeypat
     claiming the restricted model's own optimum turned the test red there). The relaxations are switched off so that the phase is reached."""
     monkeypatch.setattr(cpdrv, "RELAX_TERMS_PER_S", 0)
     monkeypatch.setattr(cpdrv, "FREE_RELAX_SHARE", 0.0)
-    claims = runs = above = 0
+    claims = runs = above = excluded = 0
     for seed in range(400):
         g, B = random_tiny_graph(seed, min_ops=4)
         if B - g.always_resident() < 0:
@@ -137,8 +137,11 @@ def test_the_witness_search_claims_optimal_only_at_the_referee_optimum(monkeypat
                     assert ev.peak <= B and max(ev.compute_counts) <= cap + 1
                     assert order == "free" or first_computations_follow(g, res.schedule)
                 above += ws.get("compute") is not None and ws["compute"] > truth.compute + 1e-9
+                excluded += ws.get("excluded", 0) > 0
+                if res.lower_bound is not None and truth.compute is not None:
+                    assert res.lower_bound <= truth.compute + 1e-6, (seed, cap, order, res.lower_bound, truth.compute)
                 if "witness search" in str(res.params.get("stop")):
                     claims += 1
                     assert res.status == "optimal" and abs(res.compute - truth.compute) <= 1e-6, \
                         (seed, cap, order, res.compute, truth.compute)
-    assert runs >= 40 and claims >= 20 and above >= 1, (runs, claims, above)
+    assert runs >= 40 and claims >= 20 and above >= 1 and excluded >= 3, (runs, claims, above, excluded)

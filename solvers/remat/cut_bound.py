@@ -256,7 +256,7 @@ def _int_costs(costs):
 
 def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, time_limit: float = 10.0,
                     upto: float | None = None, workers: int = 1, seed: int = 0,
-                    rows_per_round: int = ROWS_PER_ROUND, closure: bool = True) -> CutCoverBound:
+                    rows_per_round: int = ROWS_PER_ROUND, closure: bool = True, nogoods=()) -> CutCoverBound:
     """The moment-cut covering bound (module docstring) for budget ``B`` (bytes).
 
     Parameters
@@ -269,6 +269,11 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
         Seconds from the first step; the bound found so far stands when it runs out.
     upto : float, optional
         Stop once the proven extra reaches it (e.g. an incumbent's extra compute).
+    nogoods : iterable of sets of operators
+        Sets W such that no schedule of the class within B and the caps runs again only
+        operators of W (proven by the caller, e.g. an infeasible search restricted to W:
+        docs/remat.md, "Witness search"); each adds the row "some operator outside W runs
+        twice". The bound and an infeasibility then hold under those proofs.
 
     Returns
     -------
@@ -308,7 +313,8 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
     demand = rows.soft_sum - rows.room  # > 0: the moment forces recomputation
     active = np.flatnonzero(demand > 0.5)
     out.stats["tight_moments"] = int(len(active))
-    if not len(active):
+    nogoods = [set(w) for w in nogoods]
+    if not len(active) and not nogoods:
         out.complete = True
         return out
     scale, icost = _int_costs(g.cost)
@@ -324,6 +330,17 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
     best = 0.0
     md = cp_model.CpModel()
     y = [md.NewBoolVar(f"y{p}") for p in prods]
+    if nogoods:
+        # every operator that may run again gets its y (after the soft tensors' producers, so
+        # that tprod's indices stay), and each nogood W the row sum_{p not in W} y_p >= 1
+        for v in range(n):
+            if (caps is None or caps[v] is None or caps[v] > 0) and v not in pidx:
+                pidx[v] = len(prods)
+                prods.append(v)
+                y.append(md.NewBoolVar(f"y{v}"))
+        for w in nogoods:
+            md.AddBoolOr([y[k] for k, p in enumerate(prods) if p not in w])
+        out.stats["nogoods"] = len(nogoods)
     md.Minimize(sum(icost[p] * y[k] for k, p in enumerate(prods)))
     added: set = set()
     seen_rows: set = set()
@@ -376,6 +393,13 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
         run = solve_cpsat(md, time_limit=left, workers=workers, seed=seed, name="remat-cut-cover")
         if run.interrupted:
             raise KeyboardInterrupt
+        if run.status == "infeasible" and nogoods:  # the exclusions leave no set to run twice
+            out.infeasible = out.complete = True
+            out.reason = (f"no schedule fits budget {int(B)}: every set of operators to run again is excluded, by "
+                          f"the moment-cut covering rows or by one of {len(nogoods)} searches proven infeasible "
+                          f"(docs/remat.md, \"Witness search\")"
+                          + (" (first computations in the given order)" if order == "given" else ""))
+            break
         if run.status == "infeasible":  # cannot happen: y = 1 everywhere meets every row (room >= 0)
             from memsched.solvers.result import SolverDisagreement
 
@@ -416,7 +440,8 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
             break
     out.stats.update({"rounds": rounds, "rows": len(seen_rows), "nonzeros": nnz, "variables": len(prods),
                       "s": round(time.perf_counter() - t0, 3)})
-    if closure and (upto is None or out.extra < upto - 1e-9) and deadline - time.perf_counter() > 0.2:
+    if closure and not out.infeasible and (upto is None or out.extra < upto - 1e-9) \
+            and deadline - time.perf_counter() > 0.2:
         # the closure rows (a rerun after the moment reads its inputs after the moment), on the
         # tightest moments first; the simple rows already found stay in the program
         order_x = [int(x) for x in active[np.argsort(-demand[active], kind="stable")]]
@@ -554,6 +579,8 @@ def _closure_rounds(g: Graph, rows: MomentRows, caps, order: str, moments: list,
             out.reason = (f"the moment-cut covering program with closure rows (docs/remat.md) has no solution at "
                           f"budget {int(rows.B)}: at some first computation the tensors that must stay resident "
                           f"exceed the budget whichever operators run again"
+                          + (f" (with the exclusions of {out.stats['nogoods']} searches proven infeasible, "
+                             f"docs/remat.md \"Witness search\")" if out.stats.get("nogoods") else "")
                           + (" (first computations in the given order)" if order == "given" else ""))
             break
         bound = run.solver.BestObjectiveBound()
