@@ -281,9 +281,9 @@ def _phases(s: _Solve) -> SolveResult:
         # the witness search is quick where it works; it goes first unless the relaxation is built
         # in its expanded form, the prover that closes those rows (MobileNet-train 0.8 / 0.6: 1.7 /
         # 3.6 s with the witness search first, 30 / 29 s by the compact relaxation before it)
-        witness_first = s.gmodel and not _expanded_relaxation_fits(s)
-        for phase in ((_witness_search,) if witness_first else ()) + (_given_relaxation, _free_relaxation) \
-                + (() if witness_first else (_witness_search,)):
+        phases = [_given_relaxation, _free_relaxation]
+        phases.insert(0 if s.gmodel and not _expanded_relaxation_fits(s) else len(phases), _witness_search)
+        for phase in phases:
             res = phase(s)
             if res is not None:
                 return res
