@@ -98,6 +98,7 @@ class GivenRelaxation:
     cost_div: int  # the gcd: compute = baseline + cost_div * objective
     objective_expr: object
     stats: dict = field(default_factory=dict)
+    window: tuple = (0, 0)  # the stages (a, b) the model holds; (0, n): all of them
 
     def assignment(self, schedule: Schedule) -> dict | None:
         """The value of every variable for ``schedule`` (a valid schedule whose first
@@ -106,7 +107,10 @@ class GivenRelaxation:
         O(events x tensors)."""
         g = self.graph
         pi = self.order
-        walked = walk_stages(g, schedule, self.R,
+        a, b = self.window
+        # recomputations in stages outside a window have no variable and need none
+        R = self.R if (a, b) == (0, len(pi)) else _OutsideWindow(self.R, a, b)
+        walked = walk_stages(g, schedule, R,
                              lambda stage, x: stage + 1 if stage < len(pi) and pi[stage] == x else None)
         if walked is None:
             return None
@@ -150,7 +154,8 @@ def given_relaxation_size(graph: Graph, caps: list[int], *, prune: bool = True) 
     which the build time follows (MobileNet-train: 2.1 M terms, ~10 s; random_layered n100:
     0.33 M), and ``compact_terms``, the same for ``compact=True`` (per stage with a
     recomputation literal: its tensor literals plus, per literal, its inputs and outputs and
-    one). O(n^2 + n x tensors)."""
+    one); ``R_by_stage`` and ``compact_terms_by_stage`` split the counts by stage (a tail
+    window ``(a, n)`` holds the stages ``a..n`` of them). O(n^2 + n x tensors)."""
     b = _Relax(graph, None, graph.always_resident(), caps, prune=prune)
     rec = [0] * (graph.n_ops + 1)
     ten = [0] * (graph.n_ops + 1)
@@ -160,8 +165,20 @@ def given_relaxation_size(graph: Graph, caps: list[int], *, prune: bool = True) 
         io[i] += len(graph.op_in[u]) + len(graph.op_out[u]) + 1
     for i, _j in b.S:
         ten[i] += 1
+    compact = [t + k if r else 0 for t, k, r in zip(ten, io, rec)]
     return {"R": len(b.R), "S": len(b.S), "terms": sum(r * t for r, t in zip(rec, ten)),
-            "compact_terms": sum(t + k for t, k, r in zip(ten, io, rec) if r)}
+            "compact_terms": sum(compact), "R_by_stage": rec, "compact_terms_by_stage": compact}
+
+
+class _OutsideWindow:
+    """``key in`` for :func:`walk_stages`: the window's recomputation literals, and every
+    (stage, op) of a stage outside the window (its recomputations are not modeled)."""
+
+    def __init__(self, R: dict, a: int, b: int):
+        self.R, self.a, self.b = R, a, b
+
+    def __contains__(self, key) -> bool:
+        return key in self.R or not self.a <= key[0] <= self.b
 
 
 class BuildDeadline(Exception):
@@ -173,7 +190,8 @@ def _is_constant(var) -> bool:
 
 
 def build_given_relaxation(graph: Graph, budget: int, caps: list[int], *, deadline: float | None = None,
-                           prune: bool = True, compact: bool = False, objective: bool = True) -> GivenRelaxation:
+                           prune: bool = True, compact: bool = False, objective: bool = True,
+                           window: tuple[int, int] | None = None) -> GivenRelaxation:
     """Build the relaxation (module docstring) for budget ``budget`` (bytes) and finite
     per-operator ``caps``; the objective is the extra compute over the baseline
     (``objective=False``: no objective, a feasibility test, any costs).
@@ -182,6 +200,14 @@ def build_given_relaxation(graph: Graph, budget: int, caps: list[int], *, deadli
     (default) creates no ``R[i,u]`` past the last stage at which a recomputation of u can
     serve a reader, and no ``S[i,j]`` past the last stage at which j can be read
     (docs/remat.md, "Pruning"; removes no schedule that matters).
+
+    ``window=(a, b)`` (0 <= a <= b <= n) keeps only the stages a..b: the literals ``R[i,*]``
+    of those stages, the constraints of those stages' computations, retention into stages
+    a+1..b+1 (``S[a,*]`` is free), the required outputs only when ``b = n``, and readers only
+    at stages <= b for the pruning. Its constraints are a subset of the whole model's and its
+    objective a part of the whole one's, so its least extra compute is at most the whole
+    model's, still a lower bound for the class (docs/remat.md, "Windows of stages"); so is the
+    sum of the least extra computes of disjoint windows.
 
     Raises
     ------
@@ -201,7 +227,7 @@ def build_given_relaxation(graph: Graph, budget: int, caps: list[int], *, deadli
 
     if objective and not all(float(c).is_integer() for c in graph.cost):
         raise MemschedError("remat: the given-order relaxation needs integer operator costs")
-    b = _Relax(graph, cp_model.CpModel(), budget, caps, deadline, prune, compact)
+    b = _Relax(graph, cp_model.CpModel(), budget, caps, deadline, prune, compact, window)
     b.add_dependencies()
     b.add_retention()
     b.add_memory_at_first_computations()
@@ -218,15 +244,18 @@ def build_given_relaxation(graph: Graph, budget: int, caps: list[int], *, deadli
     else:
         div, icost, obj = 1, None, None
     return GivenRelaxation(model=b.md, graph=graph, order=b.pi, R=b.R, S=b.S, T=b.T, icost=icost, cost_div=div,
-                           objective_expr=obj, stats={"recompute_literals": len(b.R), "stages": graph.n_ops + 1})
+                           objective_expr=obj, stats={"recompute_literals": len(b.R), "stages": b.b - b.a + 1},
+                           window=(b.a, b.b))
 
 
 class _Relax:
     """The pieces of :func:`build_given_relaxation`."""
 
-    def __init__(self, g: Graph, md, budget: int, caps, deadline=None, prune: bool = True, compact: bool = False):
+    def __init__(self, g: Graph, md, budget: int, caps, deadline=None, prune: bool = True, compact: bool = False,
+                 window: tuple[int, int] | None = None):
         self.g, self.md, self.deadline, self.compact = g, md, deadline, compact
         self.n = n = g.n_ops
+        self.a, self.b = (0, n) if window is None else window
         self.pi = g.given_order()
         self.pos = {v: i for i, v in enumerate(self.pi)}
         self.keep = g.always_resident_idx()
@@ -243,14 +272,15 @@ class _Relax:
             for u in reversed(self.pi):
                 last_rec[u] = max([self._last_read(j, recomputable, last_rec) for j in g.op_out[u]] + [-1])
         new = md.NewBoolVar if md is not None else (lambda name: None)  # md None: the index sets only
-        self.R = {(i, u): new(f"R_{i}_{u}") for i in range(n + 1) for u in range(n)
+        a, b = self.a, self.b
+        self.R = {(i, u): new(f"R_{i}_{u}") for i in range(a, b + 1) for u in range(n)
                   if self.pos[u] < i <= last_rec[u] and recomputable[u]}
         self.tens = [j for j in range(g.n_tensors) if j not in self.keep and (g.producer[j] != -1 or g.consumers[j])]
         self.birth = {j: (self.pos[g.producer[j]] + 1 if g.producer[j] != -1 else 0) for j in self.tens}
         self.S = {}
         for j in self.tens:
             last_use[j] = self._last_read(j, recomputable, last_rec) if prune else n
-            for i in range(self.birth[j], last_use[j] + 1):
+            for i in range(max(self.birth[j], a), min(last_use[j], b + 1) + 1):
                 self.S[(i, j)] = 1 if i == 0 else new(f"S_{i}_{j}")
         self.T: dict = {}
 
@@ -258,9 +288,10 @@ class _Relax:
         """The last stage at which some computation can read tensor j: n for a required output,
         else the latest of its consumers' first computations and (for a recomputable consumer)
         the last stage its recomputation can serve someone; -1 when nothing reads it."""
-        if j in self.g.output_idx:
+        if j in self.g.output_idx and self.b == self.n:
             return self.n
-        return max([max(self.pos[c], last_rec[c] if recomputable[c] else -1) for c in self.g.consumers[j]] + [-1])
+        return max([max(self.pos[c] if self.pos[c] <= self.b else -1, last_rec[c] if recomputable[c] else -1)
+                    for c in self.g.consumers[j]] + [-1])
 
     def avail(self, i: int, j: int) -> list:
         """Literals of 'j is resident at the start of stage i or recomputed in it' (1 = true)."""
@@ -289,7 +320,7 @@ class _Relax:
 
     def add_dependencies(self) -> None:
         g = self.g
-        for i in range(self.n + 1):
+        for i in range(self.a, self.b + 1):
             if i < self.n:
                 for j in set(g.op_in[self.pi[i]]) - self.keep:
                     self._need(i, j)
@@ -298,14 +329,14 @@ class _Relax:
                     for j in set(g.op_in[u]) - self.keep:
                         self._need(i, j, self.R[(i, u)])
         for j in g.output_idx:
-            if j not in self.keep and j in self.birth:
+            if j not in self.keep and j in self.birth and self.b == self.n:
                 self._need(self.n, j)
 
     def add_retention(self) -> None:
         g = self.g
         for (i1, j), s in self.S.items():
             i = i1 - 1
-            if _is_constant(s) or i < self.birth[j]:
+            if _is_constant(s) or i < self.birth[j] or i < self.a:
                 continue
             p = g.producer[j]
             if p != -1 and self.pos[p] == i:
@@ -318,7 +349,7 @@ class _Relax:
 
     def add_memory_at_first_computations(self) -> None:
         g = self.g
-        for i in range(self.n):
+        for i in range(self.a, min(self.b + 1, self.n)):
             if i % 16 == 0:
                 self.check_deadline(f"stage {i}")
             v = self.pi[i]
@@ -330,7 +361,7 @@ class _Relax:
 
     def add_memory_at_recomputations(self) -> None:
         g, md = self.g, self.md
-        for i in range(1, self.n + 1):
+        for i in range(max(1, self.a), self.b + 1):
             rec = [u for u in range(self.n) if (i, u) in self.R]
             if not rec:
                 continue

@@ -145,3 +145,40 @@ def test_the_witness_search_claims_optimal_only_at_the_referee_optimum(monkeypat
                     assert res.status == "optimal" and abs(res.compute - truth.compute) <= 1e-6, \
                         (seed, cap, order, res.compute, truth.compute)
     assert runs >= 40 and claims >= 20 and above >= 1 and excluded >= 3, (runs, claims, above, excluded)
+
+
+def test_the_tail_window_of_the_relaxation_claims_only_what_holds(monkeypatch):
+    """Where the whole relaxation is too large for its share, the driver solves its tail window
+    of stages (``cp._tail_window``; docs/remat.md, "Windows of stages"). The sizes of the whole
+    model are inflated here so that the window is always taken: every lower bound and every
+    "optimal" stays at or below the referee's optimum of the class (seeded tiny graphs, cap 1),
+    and the window closes rows. Watched red with retention into the window's first stage kept
+    (``S[a]`` then forced empty: the relaxation's cut at the incumbent is refuted, raised as
+    SolverDisagreement)."""
+    real = cpdrv._relax_size
+
+    def inflated(s):
+        size = dict(real(s))
+        size.update(terms=10 ** 12, compact_terms=10 ** 12, R=10 ** 12)
+        return size
+
+    monkeypatch.setattr(cpdrv, "_relax_size", inflated)
+    monkeypatch.setattr(cpdrv, "WITNESS_SHARE", 0.0)
+    windows = closed = 0
+    for seed in range(2000):
+        g, B = random_tiny_graph(seed, min_ops=4)
+        if B - g.always_resident() < 0 or not all(float(c).is_integer() for c in g.cost):
+            continue
+        res = solve_remat(g, B, method="cp", cap=1, order="given", time_limit=30, workers=1)
+        rx = res.params.get("given_relaxation") or {}
+        if "stages" not in rx.get("form", ""):
+            continue
+        windows += 1
+        truth = remat(g, B, cap=1, order="given")
+        assert truth.compute is not None and res.schedule is not None
+        assert g.total_cost() + rx["extra"] <= truth.compute + 1e-6, (seed, rx, truth.compute)
+        assert res.lower_bound <= truth.compute + 1e-6, (seed, res.lower_bound, truth.compute)
+        if res.status == "optimal":
+            assert abs(res.compute - truth.compute) <= 1e-6, (seed, res.compute, truth.compute)
+        closed += "relaxation's bound meets" in str(res.params.get("stop"))
+    assert windows >= 30 and closed >= 5, (windows, closed)

@@ -41,6 +41,7 @@ import time
 
 from memsched.formulations import Graph, MemschedError, Schedule, evaluate
 from memsched.formulations.problems import unique_topological_order
+from memsched.formulations.schedule import COMPUTE
 from memsched.solvers.engines.cpsat import solve_cpsat
 from memsched.solvers.remat.budgets import check_caps, effective_caps, given_peak
 from memsched.solvers.remat.infeasibility import local_infeasibility, order_lower_bound, pebbling_infeasibility
@@ -560,21 +561,27 @@ def _given_relaxation(s: _Solve) -> SolveResult | None:
     size = _relax_size(s)
     room = RELAX_TERMS_PER_S * RELAX_BUILD_SHARE * s.left()
     compact = size["terms"] > room  # the expanded form is the faster prover where it builds in time
-    if compact and (size["compact_terms"] > room or size["R"] > RELAX_COMPACT_R_PER_S * RELAX_SHARE * s.left()):
-        s.params["given_relaxation"] = {"skipped": f"{size['terms']} terms, too large to build in "
-                                                   f"{RELAX_BUILD_SHARE * s.left():.1f} s; compact form: "
-                                                   f"{size['compact_terms']} terms, {size['R']} recomputation "
-                                                   f"literals, too many for {RELAX_SHARE * s.left():.1f} s",
-                                        "extra": 0.0, "complete": False, "s": round(time.perf_counter() - t, 3)}
-        return None
+    window = None
+    r_room = RELAX_COMPACT_R_PER_S * RELAX_SHARE * s.left()
+    if compact and (size["compact_terms"] > room or size["R"] > r_room):
+        why = (f"{size['terms']} terms, too large to build in {RELAX_BUILD_SHARE * s.left():.1f} s; compact form: "
+               f"{size['compact_terms']} terms, {size['R']} recomputation literals, too many for "
+               f"{RELAX_SHARE * s.left():.1f} s")
+        window = _tail_window(s, size, room, r_room)
+        if window is None:
+            s.params["given_relaxation"] = {"skipped": why, "extra": 0.0, "complete": False,
+                                            "s": round(time.perf_counter() - t, 3)}
+            return None
     upto = evaluate(g, s.hint).compute - s.baseline
-    s.say("bounds", "given-order stage relaxation" + (" (compact form)" if compact else ""))
+    form = ("compact" if compact else "expanded") + ("" if window is None else f", stages {window[0]}..{window[1]}")
+    s.say("bounds", f"given-order stage relaxation ({form})")
     rb = given_relaxation_bound(g, s.B, s.ecaps, upto=upto, hint=s.hint, time_limit=RELAX_SHARE * s.left(),
                                 workers=s.workers, seed=s.seed, build_limit=RELAX_BUILD_SHARE * s.left(),
-                                compact=compact)
+                                compact=compact, window=window)
     s.params["given_relaxation"] = {"extra": rb.extra, "complete": rb.complete, "s": round(time.perf_counter() - t, 3),
-                                    "form": "compact" if compact else "expanded",
-                                    "checks": [list(c) for c in rb.checks]}
+                                    "form": form, "checks": [list(c) for c in rb.checks]}
+    if window is not None:
+        s.params["given_relaxation"]["whole"] = why
     s.floor = max(s.floor, rb.lower_bound)
     if rb.schedule is not None and s.fits(rb.schedule) and \
             evaluate(g, rb.schedule).compute < evaluate(g, s.hint).compute - 1e-9:
@@ -587,6 +594,31 @@ def _given_relaxation(s: _Solve) -> SolveResult | None:
                         message="the given-order stage relaxation meets the schedule (docs/remat.md)",
                         stop="the given-order stage relaxation's bound meets the schedule (bound met)")
     return None
+
+
+def _tail_window(s: _Solve, size: dict, room: float, r_room: float) -> tuple[int, int] | None:
+    """The stages ``(a, n)`` of the compact relaxation's tail window (docs/remat.md, "Windows of
+    stages") for a graph whose whole relaxation is too large for its share: ``a`` is the later of
+    the first stage whose first computation, in the given order without recomputation, exceeds
+    the budget (where the memory first forces something) and the first stage whose tail fits the
+    share (``r_room`` recomputation literals, ``room`` terms). None when that window has no
+    recomputation literal. O(n + events)."""
+    g, n = s.graph, s.graph.n_ops
+    sched = Schedule.from_order(g, g.given_order())
+    ev = evaluate(g, sched)
+    k, first_over = 0, n
+    for e, (kind, _x) in enumerate(sched.events):
+        if kind == COMPUTE:
+            if ev.timeline[e] > s.B:
+                first_over = k
+                break
+            k += 1
+    rec, terms = size["R_by_stage"], size["compact_terms_by_stage"]
+    a, r_sum, t_sum = n + 1, 0, 0
+    while a > first_over and r_sum + rec[a - 1] <= r_room and t_sum + terms[a - 1] <= room:
+        a -= 1
+        r_sum, t_sum = r_sum + rec[a], t_sum + terms[a]
+    return (a, n) if a <= n and r_sum else None
 
 
 def _free_relaxation(s: _Solve) -> SolveResult | None:

@@ -222,7 +222,8 @@ def hitting_set_bound(graph: Graph, B: int, caps, order: str = "free", *, upto: 
 
 def given_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = None, hint=None,
                            time_limit: float = 10.0, workers: int = 1, seed: int = 0,
-                           build_limit: float | None = None, compact: bool = False) -> ThresholdBound:
+                           build_limit: float | None = None, compact: bool = False,
+                           window: tuple[int, int] | None = None) -> ThresholdBound:
     """A lower bound on compute for the given-order class from the stage relaxation
     (``memsched.formulations.remat_given_relax``; docs/remat.md, "Given-order stage
     relaxation"): every schedule of the class within ``B`` and the finite ``caps`` has
@@ -240,6 +241,10 @@ def given_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = N
     build_limit : float, optional
         Seconds the model's build may take (default: half of ``time_limit``); a larger
         ``time_limit`` then goes to the search only.
+    window : (a, b), optional
+        Only the stages a..b (``build_given_relaxation(..., window=)``; docs/remat.md, "Windows
+        of stages"): a smaller model whose optimum is still a bound. Its solution covers only
+        those stages, so no schedule is built from it.
 
     Returns
     -------
@@ -264,7 +269,7 @@ def given_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = N
         return out
     t0 = time.perf_counter()
     try:  # the build gets at most half the time, or build_limit
-        rx = build_given_relaxation(graph, B, [int(c) for c in caps], compact=compact,
+        rx = build_given_relaxation(graph, B, [int(c) for c in caps], compact=compact, window=window,
                                     deadline=t0 + (time_limit / 2 if build_limit is None else min(build_limit, time_limit)))
     except BuildDeadline as e:
         out.checks.append((0.0, f"relaxation not built: {e.args[0]}", round(time.perf_counter() - t0, 3)))
@@ -299,7 +304,7 @@ def given_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = N
         out.extra = float(math.ceil(bound - 1e-6) * rx.cost_div)
     out.complete = run.status == "optimal"
     out.checks.append((out.extra, f"relaxation {run.status}", took))
-    if run.has_solution:
+    if run.has_solution and window is None:
         out.schedule = _stage_schedule(graph, B, caps, rx.decode(run.solver.BooleanValue))
     return out
 
