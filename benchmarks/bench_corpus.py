@@ -33,6 +33,8 @@ CORPUS = ROOT / "instances" / "shipped" / "corpus"
 SECTION = ROOT / "benchmarks" / "sections" / "26-corpus.md"
 RESULTS = ROOT / "benchmarks" / "results" / "corpus.json"
 INDUCTOR = ("given", "lpmf", "bfs", "dfs")
+DEFAULT_CMD = ".venv/bin/python benchmarks/bench_corpus.py"
+FIRST_DATE = "2026-12-01"  # the run that measured the rows recorded before rows kept their date
 
 
 def real_pass(g, row: dict) -> None:
@@ -90,12 +92,20 @@ def render(rows: list[dict], limit: float, workers: int, cmd: str) -> str:
     better = [r["graph"] for r in rows if "real" in r and r["real"] < r["inductor"]]
     worse = [r["graph"] for r in rows if "real" in r and r["real"] > r["inductor"]]
     limits = sorted({r.get("time_limit", limit) for r in rows})
+    # each row keeps the command that measured it (rows from before commands were kept: the default one)
+    cmds: dict = {}
+    for r in rows:
+        cmds.setdefault(r.get("cmd", DEFAULT_CMD), []).append(r)
+    main_cmd = max(cmds, key=lambda c: len(cmds[c]))
+    others = "".join(f"; `{c}` for {', '.join(r['graph'] for r in rs)}" for c, rs in cmds.items() if c != main_cmd)
     out = ["## Real training graphs: heuristic gaps", "",
-           f"Measured on {time.strftime('%Y-%m-%d', time.gmtime())} (UTC) with `{cmd}` on the shared 2-core "
+           f"Measured on {', '.join(sorted({r.get('date', FIRST_DATE) for r in rows}))} (UTC; column *date*) "
+           f"with `{main_cmd}` (every row but those "
+           f"named next{others or ': none'}) on the shared 2-core "
            f"machine (load average at the start of each graph in the table; other jobs shared both cores), "
            f"`solve_exact` limited per graph to the seconds in column *limit* "
-           f"({', '.join(f'{x:.0f}' for x in limits)} s) with {workers} CP-SAT worker(s): a bounded time per graph "
-           "because the CPU is shared; every row finished within it, so within the issue's 10 minutes. "
+           f"({', '.join(f'{x:.0f}' for x in limits)} s) with the CP-SAT workers of column *workers*: a bounded time "
+           "per graph because the CPU is shared; every row finished within it, so within the issue's 10 minutes. "
            "Graphs: instances/shipped/corpus/ (training steps, joint forward + backward, "
            "captured by `python -m memsched.instances.extract_models --corpus`; see its README). "
            "*Inductor best-of* = the lowest peak among the given order and memsched's re-implementations of "
@@ -117,8 +127,9 @@ def render(rows: list[dict], limit: float, workers: int, cmd: str) -> str:
            "a certified row, the time to certify). MiB = 2^20 bytes.",
            "",
            "| graph | operators | load | given peak | Inductor best-of | Inductor pass (method, s) | memsched best "
-           "| lower bound | Inductor gap | Inductor pass gap | memsched gap | status | heuristics s | exact s | limit s |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| lower bound | Inductor gap | Inductor pass gap | memsched gap | status | heuristics s | exact s | limit s "
+           "| workers | date |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     mib = 1 << 20
     for r in rows:
         lb = r["lower_bound"]
@@ -131,7 +142,7 @@ def render(rows: list[dict], limit: float, workers: int, cmd: str) -> str:
                    + f" | {fpct(pct(r['memsched'], lb))} | {r['status']}"
                    f"{' (' + r['certified_by'] + ')' if r['status'] == 'optimal' else ''} | "
                    f"{sum(h['s'] for h in r['heur'].values()):.2f} | {r['exact_s']:.1f} | "
-                   f"{r.get('time_limit', limit):.0f} |")
+                   f"{r.get('time_limit', limit):.0f} | {r.get('workers', 1)} | {r.get('date', FIRST_DATE)} |")
     cert = [r for r in rows if r["status"] == "optimal"]
     big = [r for r in rows if r["n"] >= 1000]
     out += ["", f"Certified optimal within the limit: {len(cert)} of {len(rows)} graphs. "
@@ -190,14 +201,16 @@ def main(argv=None) -> int:
     for p in ([] if a.render_only or a.inductor_only else paths):
         row = run_graph(p, a.time_limit, a.workers)
         row["time_limit"] = a.time_limit
+        row["workers"] = a.workers
+        row["date"] = time.strftime("%Y-%m-%d", time.gmtime())
+        row["cmd"] = " ".join([DEFAULT_CMD] + list(sys.argv[1:] if argv is None else argv))
         old[row["graph"]] = row
         print(json.dumps({k: v for k, v in row.items() if k != "heur"}), flush=True)
         if not a.no_write:
             RESULTS.write_text(json.dumps(sorted(old.values(), key=lambda r: r["graph"]), indent=1) + "\n")
     shipped = {p.name[: -len(".json.gz")] for p in CORPUS.glob("*.json.gz")}
     rows = sorted((r for r in old.values() if r["graph"] in shipped), key=lambda r: r["graph"])
-    cmd = ".venv/bin/python benchmarks/bench_corpus.py"
-    text = render(rows, a.time_limit, a.workers, cmd)
+    text = render(rows, a.time_limit, a.workers, DEFAULT_CMD)
     if not a.no_write:
         SECTION.write_text(text)
     print(text)
