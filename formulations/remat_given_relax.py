@@ -98,7 +98,7 @@ class GivenRelaxation:
     cost_div: int  # the gcd: compute = baseline + cost_div * objective
     objective_expr: object
     stats: dict = field(default_factory=dict)
-    window: tuple = (0, 0)  # the stages (a, b) the model holds; (0, n): all of them
+    window: tuple | None = None  # the stages (a, b) the model holds; None or (0, n): all of them
 
     def assignment(self, schedule: Schedule) -> dict | None:
         """The value of every variable for ``schedule`` (a valid schedule whose first
@@ -107,9 +107,8 @@ class GivenRelaxation:
         O(events x tensors)."""
         g = self.graph
         pi = self.order
-        a, b = self.window
         # recomputations in stages outside a window have no variable and need none
-        R = self.R if (a, b) == (0, len(pi)) else _OutsideWindow(self.R, a, b)
+        R = self.R if self.window in (None, (0, len(pi))) else _OutsideWindow(self.R, *self.window)
         walked = walk_stages(g, schedule, R,
                              lambda stage, x: stage + 1 if stage < len(pi) and pi[stage] == x else None)
         if walked is None:
@@ -212,7 +211,8 @@ def build_given_relaxation(graph: Graph, budget: int, caps: list[int], *, deadli
     Raises
     ------
     MemschedError
-        Costs that are not integers (the bound would need rounding).
+        Costs that are not integers (the bound would need rounding), or a window outside
+        ``0 <= a <= b <= n``.
     BuildDeadline
         The deadline passed before the model was complete.
 
@@ -256,6 +256,8 @@ class _Relax:
         self.g, self.md, self.deadline, self.compact = g, md, deadline, compact
         self.n = n = g.n_ops
         self.a, self.b = (0, n) if window is None else window
+        if not 0 <= self.a <= self.b <= n:
+            raise MemschedError(f"remat: a window of stages needs 0 <= a <= b <= {n}, got {window}")
         self.pi = g.given_order()
         self.pos = {v: i for i, v in enumerate(self.pi)}
         self.keep = g.always_resident_idx()
