@@ -133,7 +133,7 @@ CROSSCHECK_PHASES = [
 def test_crosscheck_interrupted_in_each_phase_prints_the_partial_report(when, phase, rows):
     """Ctrl-C in every phase: exit 130 within the limit, the report of the rows finished so
     far on stdout with status interrupted and the phase named, no verdict claimed for the rest."""
-    rc, out, err, dt = interrupt(["crosscheck", G100, "--time-limit", "60"], when=when, after=0.05, timeout=600)
+    rc, out, err, dt = interrupt(["crosscheck", G100, "--time-limit", "20"], when=when, after=0.05, timeout=600)
     if when not in err:
         pytest.skip(f"{when!r} not reached in 600 s (loaded machine)")
     out = _check(rc, out, err, dt)

@@ -92,7 +92,7 @@ PHASES = [
 @pytest.mark.skipif(not N250.exists(), reason="../shared/data is absent")
 @pytest.mark.parametrize("marker,has_schedule", PHASES, ids=[m for m, _ in PHASES])
 def test_ctrl_c_in_each_phase_returns_the_best_schedule_so_far(marker, has_schedule):
-    rc, d, err, dt, seen = interrupt_at(["remat", N250, "--budget", "0.7", "--cap", "1", "--time-limit", "120",
+    rc, d, err, dt, seen = interrupt_at(["remat", N250, "--budget", "0.7", "--cap", "1", "--time-limit", "60",
                                          "--progress", "--json"], marker)
     if rc is None:
         pytest.skip(f"the solve ended before {marker!r} (a faster machine): {err[-600:]}")
