@@ -140,7 +140,7 @@ class OrderSearch:
     def stage_model(self, order, hint, seconds: float):
         from memsched.formulations import Graph, evaluate
         from memsched.formulations.remat_cpsat import build_remat_cp
-        from memsched.solvers.remat.cp import run_cpsat
+        from memsched.solvers.remat.cp import INTERRUPTED, run_cpsat
         from memsched.solvers.remat.stage_class import stage_sequence
 
         g = self.g
@@ -159,6 +159,10 @@ class OrderSearch:
         cp.model.Add(cp.capacity >= max(0, (self.B - cp.const_bytes) // cp.mem_unit))
         cp.hint(h)
         _st, sol, _b, _w, _log = run_cpsat(cp, seconds, self.rng.randrange(10_000), 1, False, "stage model")
+        if INTERRUPTED.is_set():  # Ctrl-C inside CP-SAT: the runner stopped the search and kept its incumbent
+            if sol is not None:
+                self._take(evaluate(g, sol[0]).peak, order, sol[0], "stage model, interrupted")
+            raise KeyboardInterrupt
         best = (evaluate(g, h).peak, h)
         if sol is not None:
             pk = evaluate(g, sol[0]).peak
