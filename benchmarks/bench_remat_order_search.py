@@ -38,16 +38,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = (ROOT / ".." / "shared" / "data" / "graphs" / "random_layered").resolve()
+from bench_remat_lowbudget import DATA, GRAPHS, KNOWN_CAP1_PEAK, ROOT  # the same instances (benchmarks/ is on sys.path)
+
 RESULTS = ROOT / "benchmarks" / "results" / "remat_order_search.jsonl"
 SECTION = ROOT / "benchmarks" / "sections" / "47-remat-order-search.md"
-GRAPHS = {
-    "rl_n100": "random_layered_n100_w0.27_nlv0.75_ed0.2_scd0.14.json",
-    "rl_n250": "random_layered_n250_w0.43_nlv0.75_ed0.2_scd0.14.json",
-}
-# least cap-1 peaks found at r = 0.6 before this search (docs/remat-low-budgets.md, section 6)
-KNOWN = {"rl_n100": 30350, "rl_n250": 95520}
 GREEDY_WEIGHTS = (0.0, 0.5, 1.0)
 
 
@@ -274,7 +268,7 @@ def schedule_file(graph: str, ratio: float, cap: int) -> Path:
 
 def known(r: dict) -> str:
     """The least cap-1 peak documented before this search (r = 0.6 only), or '-'."""
-    k = KNOWN.get(r["graph"]) if abs(r["ratio"] - 0.6) < 1e-9 and r["cap"] == 1 else None
+    k = KNOWN_CAP1_PEAK.get(r["graph"]) if abs(r["ratio"] - 0.6) < 1e-9 and r["cap"] == 1 else None
     return "-" if k is None else str(k)
 
 
