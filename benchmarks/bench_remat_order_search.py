@@ -202,6 +202,11 @@ def main(argv=None) -> int:
         SECTION.write_text("\n".join(lines))
         print("\n".join(lines))
         return 0
+    for name, v, ok in (("--ratio", a.ratio, a.ratio > 0), ("--cap", a.cap, a.cap >= 0),
+                        ("--anneal-s", a.anneal_s, a.anneal_s >= 0), ("--search-s", a.search_s, a.search_s >= 0),
+                        ("--step-s", a.step_s, a.step_s > 0)):
+        if not (ok and math.isfinite(v)):
+            ap.error(f"{name} must be {'positive' if name in ('--ratio', '--step-s') else 'non-negative'}, got {v}")
     path = DATA / GRAPHS[a.graph]
     if not path.exists():
         print(f"{path} is absent (../shared/data): nothing to run", file=sys.stderr)
@@ -292,12 +297,13 @@ def render(rows: list) -> list:
         "and not reaching the budget refutes nothing. One run per row; every schedule re-checked by the "
         "evaluator (peak, computations per operator within the cap).",
         "",
-        "| graph | r | budget | cap | least peak found | within budget | compute | most computations of one operator | "
-        "previous least peak | annealing steps | local steps | s | load at start | how |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| graph | r | budget | cap | seed | least peak found | within budget | compute | "
+        "most computations of one operator | previous least peak | annealing steps | local steps | s | "
+        "load at start | how |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in last.values():
-        out.append(f"| {r['graph']} | {r['ratio']} | {r['budget']} | {r['cap']} | {r['least_peak']} | "
+        out.append(f"| {r['graph']} | {r['ratio']} | {r['budget']} | {r['cap']} | {r['seed']} | {r['least_peak']} | "
                    f"{'yes' if r['within_budget'] else 'no'} | {r['compute']:g} | {r['max_computations_per_op']} | "
                    f"{known(r)} | {r['anneal_steps']} | "
                    f"{r['local_steps']} | {r['wall_s']} | {r['load_at_start']} | {r['how']} |")
