@@ -8,23 +8,12 @@ chunks by the caller). ``ENGINE`` is "numba" or "numpy"; the environment variabl
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-try:  # pragma: no cover - depends on the environment
-    if os.environ.get("MEMSCHED_ARENA_ENGINE", "").lower() == "numpy":
-        raise ImportError("numpy engine forced")
-    from numba import njit
+from memsched.solvers.engines.numba_jit import load_njit
 
-    ENGINE = "numba"
-except ImportError:  # pragma: no cover
-    ENGINE = "numpy"
-
-    def njit(*a, **k):
-        def wrap(f):
-            return f
-        return wrap
+_COMPILED, njit = load_njit("MEMSCHED_ARENA_ENGINE", "numpy")
+ENGINE = "numba" if _COMPILED else "numpy"
 
 __all__ = ["ENGINE", "FOUND", "EXHAUSTED", "BUDGET", "KernelState", "search_chunk"]
 

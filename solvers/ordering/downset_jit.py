@@ -27,23 +27,11 @@ O(n x (n + W)) for the path.
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-try:  # pragma: no cover - depends on the environment
-    if os.environ.get("MEMSCHED_DP_KERNEL", "").lower() == "python":
-        raise ImportError("python DP forced")
-    from numba import njit
+from memsched.solvers.engines.numba_jit import load_njit
 
-    AVAILABLE = True
-except ImportError:  # pragma: no cover
-    AVAILABLE = False
-
-    def njit(*a, **k):
-        def wrap(f):
-            return f
-        return wrap
+AVAILABLE, njit = load_njit("MEMSCHED_DP_KERNEL", "python")
 
 __all__ = ["AVAILABLE", "JitTables", "decide"]
 
@@ -122,19 +110,22 @@ def _bits_of(words, out):
 
 
 @njit(cache=True)
+def _within(mask, S, vw, vb):
+    """Whether every bit of ``mask`` is in S plus the operator of word ``vw``, bit ``vb``."""
+    for w in range(S.shape[0]):
+        done = S[w] | vb if w == vw else S[w]
+        if mask[w] & ~done:
+            return False
+    return True
+
+
+@njit(cache=True)
 def _step(S, v, fr_ptr, fr_mask, fr_size, run, alloc):
     """(run bytes of v, change of resident bytes) for v at the down-set S (DPTables.step)."""
-    W = S.shape[0]
     vw, vb = v // 64, np.uint64(1) << np.uint64(v % 64)
     freed = 0
     for k in range(fr_ptr[v], fr_ptr[v + 1]):
-        ok = True
-        for w in range(W):
-            done = S[w] | vb if w == vw else S[w]
-            if fr_mask[k, w] & ~done:
-                ok = False
-                break
-        if ok:
+        if _within(fr_mask[k], S, vw, vb):
             freed += fr_size[k]
     return run[v], alloc[v] - freed
 
@@ -142,20 +133,13 @@ def _step(S, v, fr_ptr, fr_mask, fr_size, run, alloc):
 @njit(cache=True)
 def _new_ready(S, ready, v, out, pred, su_ptr, su_idx):
     """DPTables.new_ready into ``out`` (``out`` may be ``ready``)."""
-    W = S.shape[0]
     vw, vb = v // 64, np.uint64(1) << np.uint64(v % 64)
-    for w in range(W):
+    for w in range(S.shape[0]):
         out[w] = ready[w]
     out[vw] &= ~vb
     for k in range(su_ptr[v], su_ptr[v + 1]):
         s = su_idx[k]
-        ok = True
-        for w in range(W):
-            done = S[w] | vb if w == vw else S[w]
-            if pred[s, w] & ~done:
-                ok = False
-                break
-        if ok:
+        if _within(pred[s], S, vw, vb):
             out[s // 64] |= np.uint64(1) << np.uint64(s % 64)
 
 
@@ -204,18 +188,21 @@ def _hash(S):
 
 
 @njit(cache=True)
+def _equal(a, b):
+    for w in range(a.shape[0]):
+        if a[w] != b[w]:
+            return False
+    return True
+
+
+@njit(cache=True)
 def _insert(keys, used, S):
     """Insert S into the table; True when it was not there. The table has a free slot."""
     cap = used.shape[0]
     W = S.shape[0]
     i = np.int64(_hash(S) & np.uint64(cap - 1))
     while used[i]:
-        same = True
-        for w in range(W):
-            if keys[i, w] != S[w]:
-                same = False
-                break
-        if same:
+        if _equal(keys[i], S):
             return False
         i = (i + 1) & (cap - 1)
     used[i] = True
@@ -277,12 +264,7 @@ def _dfs(st, theta, chunk, max_states, look, stS, stR, stRes, stCond, kids, nk, 
     new = 0
     cap = used.shape[0]
     while top >= 0:
-        isfull = True
-        for w in range(W):
-            if stS[top, w] != full[w]:
-                isfull = False
-                break
-        if isfull:
+        if _equal(stS[top], full):
             st[0] = top
             return FOUND
         if kpos[top] >= nk[top]:
