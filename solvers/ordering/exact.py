@@ -398,15 +398,31 @@ def _set_split(g: Graph, order: list[int], deadline: float, *, max_sets: int = 1
 
 
 # ------------------------------------------------- window improvement
+#: window search with the compiled down-set decision (docs/bounds.md 8): its state cap and
+#: the wider windows it adds
+LNS_JIT_CAP = 200_000
+LNS_JIT_WIDTHS = (96, 128, 192)
+
+
 def _window_lns(g: Graph, order: list[int], theta: int, deadline: float, cap: int = 20_000,
                 widths=(16, 32, 48, 64), stats: dict | None = None) -> list[int]:
     """Large-neighbourhood search: repeatedly take a window of consecutive operators of
-    the incumbent around a step at the peak, re-solve that window exactly with the
-    down-set DP (its own subproblem: inputs from the prefix, outputs to the suffix)
-    below the current peak, and splice the result in. Stops at ``theta``, at the
-    deadline, or when no window around a peak step improves."""
+    the incumbent around a step at the peak, re-solve that window (its own subproblem:
+    inputs from the prefix, outputs to the suffix) below the current peak, and splice the
+    result in. Stops at ``theta``, at the deadline, or when no window around a peak step
+    improves. With the compiled decision (:mod:`.downset_jit`) a window is re-solved by
+    the depth-first decision "an order of the window below the current peak?" (the
+    first such order, ``LNS_JIT_CAP`` states) and the windows grow to ``LNS_JIT_WIDTHS``
+    as well; otherwise by the breadth-first DP (the window's best order below the peak,
+    ``cap`` states). A heuristic: every spliced order is evaluated by the caller."""
+    from . import downset_jit
     from .bounds import step_memory
+    from .downset_dp import downset_decide
 
+    jit = downset_jit.AVAILABLE
+    if jit:
+        cap = max(cap, LNS_JIT_CAP)
+        widths = tuple(widths) + tuple(w for w in LNS_JIT_WIDTHS if w > max(widths))
     n = g.n_ops
     order = list(order)
     while time.perf_counter() < deadline:
@@ -428,8 +444,12 @@ def _window_lns(g: Graph, order: list[int], theta: int, deadline: float, cap: in
                     for u in order[:a]:
                         before |= 1 << u
                     P = make_part(g, before, ops)
-                    r = downset_dp(P.graph, upper_bound=peak - P.offset, lower_bound=max(0, theta - P.offset),
-                                   max_states=cap, time_limit=max(0.01, deadline - time.perf_counter()))
+                    tl = max(0.01, deadline - time.perf_counter())
+                    if jit:
+                        r = downset_decide(P.graph, peak - 1 - P.offset, max_states=cap, time_limit=tl)
+                    else:
+                        r = downset_dp(P.graph, upper_bound=peak - P.offset, lower_bound=max(0, theta - P.offset),
+                                       max_states=cap, time_limit=tl)
                     if stats is not None:
                         stats["lns_windows"] = stats.get("lns_windows", 0) + 1
                     if r.order is not None:
