@@ -9,7 +9,12 @@ state count (the script stops otherwise). Reported: best wall time of each engin
 ratio, states per second. The compiled engine's first call in the process compiles (or
 loads numba's cache); a warm-up decision runs before the timed ones.
 
-Writes benchmarks/results/dp_decide.jsonl and benchmarks/sections/31-dp-decide.md.
+``--lns`` also runs the exact driver's window search (``exact._window_lns``, docs/bounds.md
+8) from the same heuristic order with breadth-first windows (``compiled=False``) and with
+the compiled decision's windows (default), ``--lns-s`` seconds each, and records the peaks.
+
+Writes benchmarks/results/dp_decide.jsonl (and dp_lns.jsonl) and
+benchmarks/sections/31-dp-decide.md.
 """
 from __future__ import annotations
 
@@ -28,6 +33,9 @@ from memsched.instances.generators import random_layered  # noqa: E402
 from memsched.solvers.ordering.downset_dp import downset_decide  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "dp_decide.jsonl"
+LNS_RESULTS = ROOT / "benchmarks" / "results" / "dp_lns.jsonl"
+#: graphs of the window-search comparison: (n, seed)
+LNS_GRAPHS = {"n500s0": (500, 0), "n500s2": (500, 2), "n1000s1": (1000, 1)}
 SECTION = ROOT / "benchmarks" / "sections" / "31-dp-decide.md"
 
 #: key: (n, seed, theta, state cap, what the decision is)
@@ -63,6 +71,43 @@ def run_case(key: str, rounds: int) -> dict:
             "rounds": rounds, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
+def run_lns(key: str, seconds: float) -> dict:
+    from memsched.formulations import order_peak
+    from memsched.solvers.ordering import exact as E
+
+    n, seed = LNS_GRAPHS[key]
+    g = random_layered(n, seed)
+    o, pk, how, _ = E._heuristics(g, 0, time.perf_counter() + 20)
+    row = {"key": key, "n": n, "seed": seed, "start": pk, "start_by": how, "seconds": seconds}
+    for name, compiled in (("breadth_first", False), ("decision", True)):
+        t = time.perf_counter()
+        r = E._window_lns(g, o, 0, time.perf_counter() + seconds, compiled=compiled)
+        row[name] = order_peak(g, r)
+        row[name + "_s"] = round(time.perf_counter() - t, 1)
+    row["load1"] = round(os.getloadavg()[0], 2)
+    row["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    return row
+
+
+def _lns_lines() -> list[str]:
+    if not LNS_RESULTS.is_file():
+        return []
+    rows = [json.loads(x) for x in LNS_RESULTS.read_text().splitlines()]
+    out = ["", "### Window search of the exact driver: breadth-first windows vs decision windows", "",
+           "From the same heuristic order (the best of the project's heuristics and the beam search), "
+           "`exact._window_lns` with windows of 16-64 operators re-solved by the breadth-first DP (20,000 "
+           "states; `compiled=False`, the search before docs/bounds.md 6c) and with windows of 16-192 operators "
+           "re-solved by the compiled decision (200,000 states), each until no window around the peak improves "
+           f"or {rows[0]['seconds']:.0f} s. Reproduce: `nice .venv/bin/python benchmarks/bench_dp_decide.py --lns`.",
+           "", "| graph | start (heuristic) | breadth-first windows: peak (s) | decision windows: peak (s) | load | date |",
+           "|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| random_layered_n{r['n']}_s{r['seed']} | {r['start']:,} ({r['start_by']}) | "
+                   f"{r['breadth_first']:,} ({r['breadth_first_s']}) | {r['decision']:,} ({r['decision_s']}) | "
+                   f"{r['load1']} | {r['date']} |")
+    return out
+
+
 def write_section(rows: list[dict]) -> None:
     lines = ["## Exact ordering: the down-set decision, interpreted vs compiled (issue 17)", "",
              "What: one depth-first down-set decision (`downset_decide`, lookahead and free moves on; "
@@ -80,6 +125,7 @@ def write_section(rows: list[dict]) -> None:
     dates = sorted({r["date"] for r in rows})
     lines += ["", f"Measured {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "") +
               f" on the shared 2-core machine ({rows[0]['rounds']} rounds; load average at the end of each row)."]
+    lines += _lns_lines()
     SECTION.write_text("\n".join(lines) + "\n")
 
 
@@ -87,8 +133,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--only", default=None, help="comma-separated case keys (default: all)")
+    ap.add_argument("--lns", action="store_true", help="also compare the window searches (LNS_GRAPHS)")
+    ap.add_argument("--lns-only", action="store_true", help="only the window searches")
+    ap.add_argument("--lns-s", type=float, default=60.0, help="seconds per window search (default 60)")
     args = ap.parse_args()
-    keys = args.only.split(",") if args.only else list(CASES)
+    keys = [] if args.lns_only else (args.only.split(",") if args.only else list(CASES))
     downset_decide(random_layered(40, 0), 10**9, engine="jit")  # compile / load the cache
     old = {}
     if RESULTS.is_file():
@@ -98,6 +147,15 @@ def main() -> None:
         print(json.dumps(row), flush=True)
         old[k] = row
         RESULTS.write_text("".join(json.dumps(old[x]) + "\n" for x in CASES if x in old))
+    if args.lns or args.lns_only:
+        lold = {}
+        if LNS_RESULTS.is_file():
+            lold = {d["key"]: d for d in map(json.loads, LNS_RESULTS.read_text().splitlines())}
+        for k in LNS_GRAPHS:
+            row = run_lns(k, args.lns_s)
+            print(json.dumps(row), flush=True)
+            lold[k] = row
+            LNS_RESULTS.write_text("".join(json.dumps(lold[x]) + "\n" for x in LNS_GRAPHS if x in lold))
     write_section([old[x] for x in CASES if x in old])
 
 

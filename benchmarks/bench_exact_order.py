@@ -166,17 +166,19 @@ def hard_table() -> list[str]:
            "window-bound cell ran with the window-bound stage (docs/bounds.md 9: induced subproblems of bands of "
            "depth layers around the incumbent's peak, each solved by `solve_exact`; half of a wide segment's time "
            "left after the window search); the cell gives the stage's bound, its time and per window "
-           "`operators+virtual operators: proven bound of the window`. `previous 600 s` is the row of the same "
-           "graph measured before the window bound existed (DP decisions, lookahead, pair bound, CP-SAT; two "
-           "graphs side by side, load 8.4-9.8). Reproduce: "
+           "`operators+virtual operators: proven bound of the window`. `previous 600 s` is the same graph's last "
+           "600 s row run with the other down-set decision engine (`(python DP)`: the interpreted decision and "
+           "the breadth-first window search, before docs/bounds.md 6c; rows marked `jit` in *DP* ran the "
+           "compiled decision and the decision window search). Reproduce: "
            "`nice .venv/bin/python benchmarks/bench_exact_order.py --hard n500s2,n1000s0,n1000s1,n500s0,n250s2 "
            "--hard-limit 600` (`--window-share 0` switches the stage off).", "",
            "| graph | n | load at start | previous 600 s: UB / LB / gap | exact UB | exact LB | gap | certified | "
-           "solve s | window bound | DP states |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "solve s | window bound | DP | DP states |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['graph']} | {r['n']} | {r['load0']} | {r.get('prev', '-')} | {r['ub']} | {r['lb']} | "
                    f"{100 * (r['gap'] or 0):.2f}% | {('yes (' + r['by'] + ')') if r['certified'] else 'no'} | "
-                   f"{r['exact_s']:.1f} | {_window_cell(r)} | {r.get('dp_states', '-')} |")
+                   f"{r['exact_s']:.1f} | {_window_cell(r)} | {r.get('dp_engine', 'python')} | "
+                   f"{r.get('dp_states', '-')} |")
     cert = [r for r in rows if r["certified"]]
     out += ["", f"Certified within the limit: {len(cert)} of {len(rows)}."]
     out += HARD_NOTES
@@ -186,29 +188,40 @@ def hard_table() -> list[str]:
 #: what the measurements say (written after reading them; keep in step with the table)
 HARD_NOTES: list[str] = [
     "",
-    "Reading (n100 s2: the 600 s run before the window bound, load 8.4; the other five rows: one graph at a time "
-    "with the window-bound stage, 2026-12-01, load 1.0-5.5 at start; `before` = the 60 / 300 s rows of the "
-    "table above, 2 CP-SAT workers at load 5-6; `previous 600 s` = the same graph's 600 s row without the "
-    "window stage, two graphs side by side at load 8.4-9.8):",
+    "Reading (the six rows: one graph at a time, 2026-12-02 15:43-16:35 UTC, load 1.1-2.0 at start: another "
+    "single-threaded job ran beside them; `previous 600 s` = the same graph's row of 2026-12-01 with the "
+    "interpreted decision and the breadth-first window search, load 1.0-5.5, n100 s2: load 8.4):",
     "",
-    "* random_layered_n100_s2 is certified: 57,457 = optimum, proven by DP decisions (the last one, \"no order of "
-    "peak 57,456\", exhausts about 240,000 down-sets; lookahead and free moves on). Before: 58,116 / 56,759.",
-    "* The lower bound moves with the window stage, where nothing moved it before: n250 s2 105,037 -> 105,254 "
-    "(the window stage itself 105,164; the later stages the rest), n500 s0 276,779 -> 277,502, n500 s2 "
-    "296,660 -> 298,337 (gap 0.60 % -> 0.04 %, 108 bytes), each the window stage's value. On n1000 s0 and "
-    "n1000 s1 the lower bound ends where the 300 s rows above left it (619,272, reached here by the window "
-    "stage; 388,231): windows of about 300 of 1,000 operators prove no more.",
-    "* None of the five is certified in 600 s: gaps 3.02 % (n250 s2), 1.66 % (n500 s0), 0.04 % (n500 s2), "
-    "0.54 % (n1000 s0), 1.10 % (n1000 s1). Upper bounds against the previous 600 s rows: n250 s2 116,897 -> "
-    "108,531, n500 s0 296,707 -> 282,177 (both from peak splitting, already in the 60 s rows above at "
-    "113,214 / 282,177; the first two rows ran at load 1.0, so the solve had a whole core); n1000 s0 "
-    "623,193 -> 622,612, still above the 300 s row's 622,062; how far any upper bound is from the optimum "
-    "is unknown.",
-    "* What would close them: windows that hold the whole band of operators live at the incumbent's peak "
-    "(the largest window here, 310 + 416 virtual operators, is not solved in its 130 s), or a state-space "
-    "search whose states are fewer than down-sets (a layered graph of width w has up to 2^w down-sets per "
-    "level).",
+    "* random_layered_n100_s2 is certified in 7.7 s (was 212.7 s): the same DP decisions (the last one, \"no "
+    "order of peak 57,456\", exhausts 240,823 down-sets; lookahead and free moves on), compiled "
+    "(docs/bounds.md 6c).",
+    "* Upper bounds from the decision window search (docs/bounds.md 8): n500 s0 282,177 -> 277,957 (gap 1.66 % "
+    "-> 0.16 %), n1000 s0 622,612 -> 622,062 (0.54 % -> 0.45 %, the 300 s row's value), n250 s2 108,531 -> "
+    "108,497; n500 s2 (298,445) and n1000 s1 (392,552) stay where they were, the same values the window search "
+    "alone reaches from the beam/BFS order in 17 / 32 s (section \"Window search of the exact driver\"): both "
+    "look like local optima of window moves, and whether they are optimal is unknown.",
+    "* Lower bounds: unchanged on n500 s0 (277,502), n500 s2 (298,337), n1000 s0 (619,272) and n1000 s1 "
+    "(388,231), each the window stage's value again; n250 s2 ends at 105,091, below the previous run's 105,254 "
+    "(its window stage: 105,091 here, 105,164 then; one run each, so how much of that is run-to-run "
+    "variation is not measured).",
+    "* None of the five wide graphs is certified in 600 s: gaps 3.14 % (n250 s2), 0.16 % (n500 s0), 0.04 % "
+    "(n500 s2), 0.45 % (n1000 s0), 1.10 % (n1000 s1).",
+    "* What would close them: on n500 s2 the DP decision \"no order of peak 298,444\" alone stored 47 million "
+    "down-sets in 1,048 s (compiled, 8 GB visited set full) without an answer (docs/bounds.md 6c), so the "
+    "down-set search, even compiled, does not reach these proofs; windows that hold the whole band of "
+    "operators live at the incumbent's peak (the largest window here, 310 + 416 virtual operators, is not "
+    "solved in its time), or a state-space search whose states are fewer than down-sets (a layered graph of "
+    "width w has up to 2^w down-sets per level).",
 ]
+
+
+def _dp_engine() -> str:
+    from memsched.solvers.ordering import downset_jit
+
+    return "jit" if downset_jit.AVAILABLE else "python"
+
+
+DP_ENGINE = _dp_engine()
 
 
 def run_hard(keys: list[str], limit: float, window_share: float = 0.5) -> None:
@@ -228,14 +241,21 @@ def run_hard(keys: list[str], limit: float, window_share: float = 0.5) -> None:
         t = time.perf_counter()
         res = solve_exact(g, time_limit=limit, workers=1, seed=0, window_share=window_share)
         o = old.get(k)
-        # the last 600 s row measured without the window bound (docs/bounds.md 9) stays as "prev"
-        prev = (o.get("prev") if o and "window_share" in o else
-                (f"{o['ub']} / {o['lb']} / {100 * (o['gap'] or 0):.2f}%" if o else "-"))
+        # "prev": the same graph's last 600 s row run with another DP engine (docs/bounds.md 6c:
+        # rows before the compiled decision ran the interpreted one, "python"); a rerun with the
+        # same engine keeps the row it had
+        if o is None:
+            prev = "-"
+        elif o.get("dp_engine", "python") != DP_ENGINE:
+            prev = f"{o['ub']} / {o['lb']} / {100 * (o['gap'] or 0):.2f}% ({o.get('dp_engine', 'python')} DP)"
+        else:
+            prev = o.get("prev", "-")
         wb = res.extra.get("window_bound")
         row = {"key": k, "graph": g.name, "n": n, "load0": l0, "exact_s": time.perf_counter() - t, "ub": res.peak,
                "lb": int(res.lower_bound), "gap": res.gap, "certified": res.extra["certified"],
                "by": res.extra["certified_by"], "dp_states": res.extra.get("dp_states"), "limit": limit,
-               "before": before.get(g.name, "-"), "prev": prev, "window_share": window_share, "window": wb}
+               "before": before.get(g.name, "-"), "prev": prev, "window_share": window_share, "window": wb,
+               "dp_engine": DP_ENGINE, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
         print(json.dumps(row), flush=True)
         # merge with rows saved by other runs (re-read: a second process may have written)
         cur = {r["key"]: r for r in hard_rows()}

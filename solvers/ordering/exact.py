@@ -405,7 +405,7 @@ LNS_JIT_WIDTHS = (96, 128, 192)
 
 
 def _window_lns(g: Graph, order: list[int], theta: int, deadline: float, cap: int = 20_000,
-                widths=(16, 32, 48, 64), stats: dict | None = None) -> list[int]:
+                widths=(16, 32, 48, 64), stats: dict | None = None, compiled: bool | None = None) -> list[int]:
     """Large-neighbourhood search: repeatedly take a window of consecutive operators of
     the incumbent around a step at the peak, re-solve that window (its own subproblem:
     inputs from the prefix, outputs to the suffix) below the current peak, and splice the
@@ -414,12 +414,13 @@ def _window_lns(g: Graph, order: list[int], theta: int, deadline: float, cap: in
     the depth-first decision "an order of the window below the current peak?" (the
     first such order, ``LNS_JIT_CAP`` states) and the windows grow to ``LNS_JIT_WIDTHS``
     as well; otherwise by the breadth-first DP (the window's best order below the peak,
-    ``cap`` states). A heuristic: every spliced order is evaluated by the caller."""
+    ``cap`` states); ``compiled`` False forces the latter (None: the former when numba is
+    available). A heuristic: every spliced order is evaluated by the caller."""
     from . import downset_jit
     from .bounds import step_memory
     from .downset_dp import downset_decide
 
-    jit = downset_jit.AVAILABLE
+    jit = downset_jit.AVAILABLE if compiled is None else (compiled and downset_jit.AVAILABLE)
     if jit:
         cap = max(cap, LNS_JIT_CAP)
         widths = tuple(widths) + tuple(w for w in LNS_JIT_WIDTHS if w > max(widths))
