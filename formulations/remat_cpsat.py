@@ -232,10 +232,15 @@ class RematCP:
         return Schedule(tuple(events))
 
 
+class BuildStopped(Exception):
+    """``build_remat_cp(..., stop=f)`` ended early because ``f()`` returned True (Ctrl-C):
+    no model exists, nothing is claimed."""
+
+
 def build_remat_cp(graph: Graph, budget: int | None, caps: list[int], *, objective: str = "compute",
                    compute_budget: float | None = None, fix_order: list[int] | None = None,
                    prune_useless: bool = True, free_after_last_use: bool = False,
-                   stage_class: bool = False) -> RematCP:
+                   stage_class: bool = False, stop=None) -> RematCP:
     """Build the CP-SAT model of rematerialization (module docstring).
 
     Parameters
@@ -306,19 +311,30 @@ def build_remat_cp(graph: Graph, budget: int | None, caps: list[int], *, objecti
         b.stage_grid(fix_order, prune_useless)
     else:
         b.first_slot_bounds(fix_order)
+    def check() -> None:
+        if stop is not None and stop():
+            raise BuildStopped("remat cp: model build stopped")
+
     for v in range(graph.n_ops):
+        if (v & 63) == 0:
+            check()
         b.add_occurrences(v)
+    check()
     b.add_required_outputs()
     b.add_order(fix_order)
     b.md.Add(b.ncomp == sum(b.pres[v][k] for v in range(graph.n_ops) for k in range(1, b.K[v])) + graph.n_ops)
     b.md.AddNoOverlap(b.comp_iv)
+    check()
     b.add_input_retention()
     b.add_dependencies()
+    check()
     if prune_useless:
         b.add_dominance()
     if free_after_last_use:
         b.add_free_after_last_use()
+    check()
     capacity = b.add_memory(objective, budget)
+    check()
     div, icost, obj = b.add_objective(objective, capacity, compute_budget)
     info = {"occurrences": sum(b.K), "slots": b.T, "assign_literals": len(b.assign),
             "intervals": len(b.comp_iv) + len(b.ret_iv), "mem_unit": b.unit}

@@ -27,11 +27,23 @@ O(n x (n + W)) for the path.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
-from memsched.solvers.engines.numba_jit import load_njit
+try:  # pragma: no cover - depends on the environment
+    if os.environ.get("MEMSCHED_DP_KERNEL", "").lower() == "python":
+        raise ImportError("python DP forced")
+    from numba import njit
 
-AVAILABLE, njit = load_njit("MEMSCHED_DP_KERNEL", "python")
+    AVAILABLE = True
+except ImportError:  # pragma: no cover
+    AVAILABLE = False
+
+    def njit(*a, **k):
+        def wrap(f):
+            return f
+        return wrap
 
 __all__ = ["AVAILABLE", "JitTables", "decide"]
 

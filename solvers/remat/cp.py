@@ -205,14 +205,16 @@ class _Solve:
         """The order of first computations the model fixes (the given one), or None."""
         return self.graph.given_order() if self.gmodel else None
 
-    def build(self, budget, objective, *, fix_order="model", compute_budget=None, caps=None):
-        """The slot model (``caps``: narrower caps than the effective ones, for a search)."""
+    def build(self, budget, objective, *, fix_order="model", compute_budget=None, caps=None, stop=None):
+        """The slot model (``caps``: narrower caps than the effective ones, for a search;
+        ``stop``: see ``build_remat_cp``, raises ``BuildStopped``)."""
         from memsched.formulations.remat_cpsat import build_remat_cp
 
         fix = self.fixed() if fix_order == "model" else fix_order
         self.say("build", f"{objective} model, {'given' if fix is not None else 'free'} order of first computations")
         return build_remat_cp(self.graph, budget, self.ecaps if caps is None else caps, objective=objective,
-                              compute_budget=compute_budget, fix_order=fix, free_after_last_use=FREE_AFTER_LAST_USE)
+                              compute_budget=compute_budget, fix_order=fix, free_after_last_use=FREE_AFTER_LAST_USE,
+                              stop=stop)
 
     def result(self, schedule, *, stop: str, **kw) -> SolveResult:
         """make_result naming this solve's class; ``stop`` is why the solve ended, in words."""
@@ -674,6 +676,7 @@ def _witness_search(s: _Solve) -> SolveResult | None:
     twice" (``cut_cover_bound(..., nogoods=...)``), which raises the floor or gives the next
     witness, until a search finds a schedule, one is not decided, or the time is up
     (docs/remat.md, "Witness search")."""
+    from memsched.formulations.remat_cpsat import BuildStopped
     from memsched.solvers.remat.cut_bound import cut_cover_bound
 
     g = s.graph
@@ -694,7 +697,10 @@ def _witness_search(s: _Solve) -> SolveResult | None:
         caps = [c if v in wset else 0 for v, c in enumerate(s.ecaps)]
         if rec["rounds"] == 0:
             s.say("warm start", f"search recomputing only the {len(wset)} operators of the covering program's solution")
-        cpw = s.build(s.B, "compute", fix_order=g.given_order(), caps=caps)
+        try:  # Ctrl-C during the build (about 1 s on ResNet50-train) stops it at once
+            cpw = s.build(s.B, "compute", fix_order=g.given_order(), caps=caps, stop=INTERRUPTED.is_set)
+        except BuildStopped:
+            break
         _add_floor(cpw, s.floor)
         t_r = time.perf_counter()
         st, sol, _b, wall, log = run_cpsat(cpw, max(0.1, deadline - time.perf_counter()), s.seed, s.workers,
