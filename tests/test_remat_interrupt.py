@@ -42,3 +42,25 @@ def test_sigint_returns_best_so_far_with_status_timeout():
     assert d["status"] != "optimal", d
     if d["status"] == "timeout" and d["has_schedule"]:
         assert d["peak"] <= d["budget"] and "interrupted" in d["message"], d
+
+
+def test_the_slot_model_build_stops_when_asked():
+    """build_remat_cp(stop=...) ends the build with BuildStopped as soon as stop() is True
+    (the witness search passes the Ctrl-C flag), and builds normally otherwise."""
+    import pytest
+
+    from memsched.formulations.remat_cpsat import BuildStopped, build_remat_cp
+    from memsched.instances.generators import random_layered
+
+    g = random_layered(150, 1)
+    calls = []
+
+    def stop():
+        calls.append(1)
+        return len(calls) > 1  # the second check: inside the per-operator loop
+
+    with pytest.raises(BuildStopped):
+        build_remat_cp(g, 10**9, [1] * g.n_ops, objective="compute", fix_order=g.given_order(), stop=stop)
+    assert len(calls) == 2
+    cp = build_remat_cp(g, 10**9, [1] * g.n_ops, objective="compute", fix_order=g.given_order(), stop=lambda: False)
+    assert cp.model is not None
