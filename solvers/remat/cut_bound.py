@@ -606,13 +606,20 @@ _CACHE: dict = {}  # (id(graph), B, caps, order) -> (weakref to graph, time_limi
 
 
 def cached_cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *,
-                           time_limit: float = 5.0, workers: int = 1, seed: int = 0) -> CutCoverBound:
+                           time_limit: float = 5.0, workers: int = 1, seed: int = 0,
+                           remembered_only: bool = False) -> CutCoverBound | None:
     """:func:`cut_cover_bound`, remembered per (graph object, B, caps, order):
     the CP driver and the claims (``dispatch.lift_claims``) ask for the same bound; a
-    remembered result is reused when it is complete or had at least ``time_limit``."""
+    remembered result is reused when it is complete or had at least ``time_limit``.
+    ``remembered_only``: return whatever is remembered for the key (of any time limit),
+    or None, and compute nothing (the claims after Ctrl-C: the user asked to stop)."""
     key = (id(graph), int(B), None if caps is None else tuple(caps), order)
     hit = _CACHE.get(key)
-    if hit is not None and hit[0]() is graph and (hit[2].complete or hit[1] >= time_limit):
+    if hit is not None and hit[0]() is not graph:
+        hit = None
+    if remembered_only:
+        return None if hit is None else hit[2]
+    if hit is not None and (hit[2].complete or hit[1] >= time_limit):
         return hit[2]
     res = cut_cover_bound(graph, B, caps, order, time_limit=time_limit, workers=workers, seed=seed)
     if len(_CACHE) >= 16:

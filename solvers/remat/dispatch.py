@@ -149,7 +149,8 @@ def solve_remat(graph: Graph, budget, method: str = "cp", cap=None, time_limit: 
     if res.scope is None:
         res.scope = METHOD_SCOPE.get(method, "heuristic")
     _check_result(graph, res, B, caps, objective, eps)
-    lift_claims(graph, res, problem)
+    # a solve stopped by Ctrl-C computes no further bound for its claims (remembered ones count)
+    lift_claims(graph, res, problem, stopped=method == "cp" and INTERRUPTED.is_set())
     anytime(res)
     return res
 
@@ -216,7 +217,7 @@ def covers(scope: str | None, problem: RematProblem, graph: Graph) -> bool:
     return False  # "given-order-stages" and anything else: narrower than both order scopes
 
 
-def asked_lower_bound(graph: Graph, problem: RematProblem):
+def asked_lower_bound(graph: Graph, problem: RematProblem, stopped: bool = False):
     """A lower bound valid for every schedule of the asked problem (any order, any
     recomputation), from facts that need no search; None when there is none.
 
@@ -225,7 +226,8 @@ def asked_lower_bound(graph: Graph, problem: RematProblem):
     runs twice (docs/remat.md, "Compute floor"); the moment-cut covering bound
     (solvers/remat/cut_bound.py, docs/remat.md "Moment-cut covering bound": its free-order
     variant for every problem, its given-order variant when the given order is asked; each
-    bounded by ``CUT_TIME`` seconds). Peak objective: the initial memory and each
+    bounded by ``CUT_TIME`` seconds; with ``stopped`` (after Ctrl-C) only those already
+    computed and remembered for this graph, budget and caps). Peak objective: the initial memory and each
     operator's own need while it runs (inputs, outputs, workspace, always-resident bytes)."""
     if problem.objective == "compute":
         lb = graph.total_cost()
@@ -240,7 +242,7 @@ def asked_lower_bound(graph: Graph, problem: RematProblem):
                          if (caps is None or caps[v] is None or caps[v] > 0) and useful(graph, v)]
                 if extra:
                     lb += float(min(extra))
-            for cb in _cut_bounds(graph, problem):
+            for cb in _cut_bounds(graph, problem, stopped):
                 if not cb.infeasible:
                     lb = max(lb, cb.lower_bound)
         return lb
@@ -251,27 +253,31 @@ def asked_lower_bound(graph: Graph, problem: RematProblem):
 CUT_TIME = 5.0
 
 
-def _cut_bounds(graph: Graph, problem: RematProblem) -> list:
+def _cut_bounds(graph: Graph, problem: RematProblem, stopped: bool = False) -> list:
     """The moment-cut covering bounds that hold for ``problem`` (free order: always; given
     order: when asked), for its budget and caps."""
     from memsched.solvers.remat.cut_bound import cached_cut_cover_bound
 
     caps = None if problem.caps is None else list(problem.caps)
     orders = ("free", "given") if problem.order == "given" else ("free",)
-    return [cached_cut_cover_bound(graph, problem.budget, caps, o, time_limit=CUT_TIME) for o in orders]
+    # after Ctrl-C (``stopped``) only the bounds already computed count (a weaker bound, never a
+    # wrong one): computing one more would keep the user waiting up to CUT_TIME seconds per order
+    got = [cached_cut_cover_bound(graph, problem.budget, caps, o, time_limit=CUT_TIME, remembered_only=stopped)
+           for o in orders]
+    return [cb for cb in got if cb is not None]
 
 
-def _cut_infeasibility(graph: Graph, problem: RematProblem) -> str | None:
+def _cut_infeasibility(graph: Graph, problem: RematProblem, stopped: bool = False) -> str | None:
     """The moment-cut covering bound's refutation of the budget, when it has one for ``problem``."""
     if problem.budget is None:
         return None
-    for cb in _cut_bounds(graph, problem):
+    for cb in _cut_bounds(graph, problem, stopped):
         if cb.infeasible:
             return cb.reason
     return None
 
 
-def lift_claims(graph: Graph, res: SolveResult, problem: RematProblem) -> SolveResult:
+def lift_claims(graph: Graph, res: SolveResult, problem: RematProblem, stopped: bool = False) -> SolveResult:
     """Turn a method's claims about its own class into claims about the asked problem (in place).
 
     ``class_status``/``class_lower_bound`` keep what the method proved in ``res.scope``;
@@ -289,7 +295,7 @@ def lift_claims(graph: Graph, res: SolveResult, problem: RematProblem) -> SolveR
         res.peak = res.compute = None
         res.class_status = None
     exact = covers(res.scope, problem, graph)
-    glb = asked_lower_bound(graph, problem)
+    glb = asked_lower_bound(graph, problem, stopped)
     lb = res.lower_bound if exact else None
     if glb is not None and (lb is None or glb > lb):
         lb = glb
@@ -313,7 +319,7 @@ def lift_claims(graph: Graph, res: SolveResult, problem: RematProblem) -> SolveR
             why = None
             if problem.budget is not None:
                 why = local_infeasibility(graph, problem.budget) or pebbling_infeasibility(graph, problem.budget) \
-                    or _cut_infeasibility(graph, problem)
+                    or _cut_infeasibility(graph, problem, stopped)
                 if not why and res.status == Status.INFEASIBLE and res.params.get("refutes_asked_problem"):
                     why = res.message  # the low-budget refutation (docs/remat-low-budgets.md)
             if why:
