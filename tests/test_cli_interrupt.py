@@ -15,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "instances" / "shipped"
 G100 = str(SHIPPED / "random_layered_n100.json")
+G30 = str(SHIPPED / "random_layered_n30.json")
 # the child restores Python's Ctrl-C handler itself: a test run started in the background
 # (nohup ... &) hands SIGINT down as ignored, and memsched then leaves it ignored
 CHILD = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
@@ -119,21 +120,24 @@ def test_pareto_interrupted_keeps_solved_budgets():
 
 
 PHASE_ORDER = ["bounds", "exact order", "remat", "programs"]
-# (stderr line that ends the previous step, the phase Ctrl-C then lands in, rows finished by then)
+# (stderr line that ends the previous step, the phase Ctrl-C then lands in, rows finished by then,
+# the graph: n30 reaches every phase within seconds; n100 for the exact order, a phase of
+# several seconds there and of milliseconds on n30)
 CROSSCHECK_PHASES = [
-    ("order best:", "bounds", {"given", "best"}),
-    ("bounds:", "exact order", {"given", "best"}),
-    ("order exact:", "remat", {"best", "exact"}),
-    ("remat cp at", "remat", {"exact", "remat-cp"}),
-    ("remat dtr at", "programs", {"exact", "remat-cp", "remat-milp", "dtr-greedy", "dtr"}),
+    ("order best:", "bounds", {"given", "best"}, G30),
+    ("bounds:", "exact order", {"given", "best"}, G100),
+    ("order exact:", "remat", {"best", "exact"}, G30),
+    ("remat cp at", "remat", {"exact", "remat-cp"}, G30),
+    ("remat dtr at", "programs", {"exact", "remat-cp", "remat-milp", "dtr-greedy", "dtr"}, G30),
 ]
 
 
-@pytest.mark.parametrize("when,phase,rows", CROSSCHECK_PHASES, ids=[p[1] + ":" + p[0] for p in CROSSCHECK_PHASES])
-def test_crosscheck_interrupted_in_each_phase_prints_the_partial_report(when, phase, rows):
+@pytest.mark.parametrize("when,phase,rows,graph", CROSSCHECK_PHASES,
+                         ids=[p[1] + ":" + p[0] for p in CROSSCHECK_PHASES])
+def test_crosscheck_interrupted_in_each_phase_prints_the_partial_report(when, phase, rows, graph):
     """Ctrl-C in every phase: exit 130 within the limit, the report of the rows finished so
     far on stdout with status interrupted and the phase named, no verdict claimed for the rest."""
-    rc, out, err, dt = interrupt(["crosscheck", G100, "--time-limit", "20"], when=when, after=0.05, timeout=600)
+    rc, out, err, dt = interrupt(["crosscheck", graph, "--time-limit", "20"], when=when, after=0.05, timeout=600)
     if when not in err:
         pytest.skip(f"{when!r} not reached in 600 s (loaded machine)")
     out = _check(rc, out, err, dt)
