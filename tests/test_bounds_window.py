@@ -16,8 +16,12 @@ from memsched.instances.generators import random_layered
 from memsched.solvers.ordering import bounds as B
 from memsched.solvers.ordering.heuristics import run_heuristics
 from memsched.solvers.ordering.window_bound import restrict_order, window_bound, window_graph, window_value
-from referee import all_topological_orders as all_orders
+from referee import all_topological_orders as all_orders, least_peak, order_peak as ref_order_peak
 from strategies import random_graphs, single_output_graphs
+
+def least_order(g):
+    return ref_order_peak(g)[1]
+
 
 GRAPHS = st.one_of(random_graphs(max_ops=7), single_output_graphs(max_ops=7))
 
@@ -28,13 +32,15 @@ def test_every_order_maps_to_a_window_order_with_no_higher_peak(g, data):
     S = data.draw(st.sets(st.integers(0, g.n_ops - 1), min_size=1))
     virtual = data.draw(st.booleans())
     wg = window_graph(g, S, virtual=virtual)
-    opt = None
-    for o in all_orders(g):
+    orders = list(all_orders(g))
+    opt = least_peak(g)
+    # the map on every order of small graphs, on 200 random ones (and an optimal one) of larger
+    # graphs (up to 5040 orders): the per-order evaluation dominates the run time
+    sample = orders if len(orders) <= 200 else data.draw(st.randoms(use_true_random=False)).sample(orders, 200)
+    for o in sample + [least_order(g)]:
         so = restrict_order(g, wg, o)
-        pk = order_peak(g, o)
-        assert order_peak(wg.graph, so) <= pk  # also checks validity (evaluator)
-        opt = pk if opt is None else min(opt, pk)
-    sub_opt = min(order_peak(wg.graph, o) for o in all_orders(wg.graph))
+        assert order_peak(wg.graph, so) <= order_peak(g, o)  # also checks validity (evaluator)
+    sub_opt = least_peak(wg.graph)
     assert sub_opt <= opt
     if len(S) == g.n_ops:
         assert max(sub_opt, g.resident_at_start()) == opt
@@ -44,7 +50,7 @@ def test_every_order_maps_to_a_window_order_with_no_higher_peak(g, data):
 @given(GRAPHS, st.data())
 def test_window_value_never_exceeds_the_optimum(g, data):
     S = data.draw(st.sets(st.integers(0, g.n_ops - 1), min_size=1))
-    opt = min(order_peak(g, o) for o in all_orders(g))
+    opt = least_peak(g)
     o = g.given_order()
     assert window_value(g, S, o, time_limit=5) <= opt
     assert window_bound(g, o, 0, time_budget=5, sizes=(3, 5)) <= opt
@@ -75,7 +81,7 @@ def test_a_window_is_skipped_only_when_it_cannot_raise_the_floor(g, data):
     info: dict = {}
     v = window_value(g, S, o, time_limit=5, floor=floor, info=info)
     wg = window_graph(g, S, o)
-    sub_opt = min(order_peak(wg.graph, x) for x in all_orders(wg.graph))
+    sub_opt = least_peak(wg.graph)
     assert v <= sub_opt
     if "skipped" in info:
         assert v == 0 and sub_opt <= floor

@@ -9,12 +9,14 @@ for the free and stage classes.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from memsched.formulations import evaluate
+from memsched.formulations import order_peak as peak_of_order
 
-from referee import CAPS, Truth, in_class, naive_remat, order_peak, remat
+from referee import CAPS, Truth, all_topological_orders, in_class, least_peak, naive_remat, order_peak, remat
 from referee_strategies import tiny_instances
+from strategies import random_graphs, single_output_graphs
 from test_special_brute import brute_remat
 
 SET = dict(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
@@ -51,6 +53,15 @@ def test_agrees_with_the_special_class_brute_force(inst):
             assert (r.compute is None) == (b is None), (order, cap, r.compute, b)
             if b is not None:
                 assert r.compute == pytest.approx(b)
+
+
+@settings(max_examples=400, **SET)
+@given(g=st.one_of(random_graphs(max_ops=7), single_output_graphs(max_ops=7)))
+def test_least_peak_is_the_least_over_every_topological_order(g):
+    """(a)'s down-set DP, the brute-force optimum of the ordering property tests, equals the
+    minimum of the evaluator's peak over an explicit enumeration of every topological order
+    (every graph feature: inputs, pinned, multi-output, workspace, required outputs)."""
+    assert least_peak(g) == min(peak_of_order(g, o) for o in all_topological_orders(g))
 
 
 @settings(max_examples=40, **SET)

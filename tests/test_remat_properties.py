@@ -5,8 +5,6 @@ worker. Every value and claim is checked against the brute-force referee
 (tests/referee.py): the CP model's optimum must equal the true optimum of the asked
 problem (free or given order) and the MILP's class claims the optimum of the stage
 class; a status alone is never the whole check."""
-import itertools
-import math
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
@@ -19,29 +17,6 @@ from memsched.solvers.remat.dispatch import (check_caps, local_infeasibility, pe
 from referee import Truth, check_remat_claims, order_peak
 
 SET = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
-
-
-def all_orders(g):
-    pred = g.op_pred()
-    n = g.n_ops
-
-    def rec(done, seq):
-        if len(seq) == n:
-            yield list(seq)
-            return
-        for v in range(n):
-            if v not in done and all(p in done for p in pred[v]):
-                done.add(v)
-                seq.append(v)
-                yield from rec(done, seq)
-                seq.pop()
-                done.discard(v)
-
-    yield from rec(set(), [])
-
-
-def best_order_peak(g):
-    return min(evaluate(g, Schedule.from_order(g, o)).peak for o in all_orders(g))
 
 
 def train_chain(k, seed, max_size=50):
