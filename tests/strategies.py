@@ -23,6 +23,16 @@ from hypothesis import strategies as st
 from memsched.formulations import COMPUTE, FREE, Graph, Operator, Schedule, Tensor
 
 
+def _distinct(draw, items: list, k: int) -> list:
+    """k distinct items in random order (a partial Fisher-Yates shuffle: k draws, where
+    ``st.permutations(items)[:k]`` draws one per item)."""
+    pool = list(items)
+    for m in range(k):
+        i = draw(st.integers(m, len(pool) - 1))
+        pool[m], pool[i] = pool[i], pool[m]
+    return pool[:k]
+
+
 @st.composite
 def random_graphs(draw, max_ops: int = 9, min_ops: int = 1, multi_output: bool = True, max_inputs: int = 2,
                   max_size: int = 20, workspace: bool = True, pinned: bool = True, required: bool = True,
@@ -34,7 +44,7 @@ def random_graphs(draw, max_ops: int = 9, min_ops: int = 1, multi_output: bool =
     ops = []
     for i in range(n):
         k = draw(st.integers(0, min(max_fan_in, len(avail))))
-        ins = tuple(draw(st.permutations(avail))[:k]) if k else ()
+        ins = tuple(_distinct(draw, avail, k))
         n_out = draw(st.integers(1, 3)) if multi_output else 1
         outs = tuple(f"t{i}" if n_out == 1 else f"t{i}_{m}" for m in range(n_out))
         tensors += [Tensor(t, draw(st.integers(0, max_size))) for t in outs]

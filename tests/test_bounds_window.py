@@ -26,7 +26,7 @@ def least_order(g):
 GRAPHS = st.one_of(random_graphs(max_ops=7), single_output_graphs(max_ops=7))
 
 
-@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(GRAPHS, st.data())
 def test_every_order_maps_to_a_window_order_with_no_higher_peak(g, data):
     S = data.draw(st.sets(st.integers(0, g.n_ops - 1), min_size=1))

@@ -74,7 +74,7 @@ def _check(g, sched):
     return True
 
 
-@settings(max_examples=1500)
+@settings(max_examples=1000)
 @given(st.data())
 def test_evaluator_matches_brute_force_on_random_schedules(data):
     g = data.draw(random_graphs(max_ops=8))

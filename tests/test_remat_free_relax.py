@@ -61,7 +61,7 @@ def test_too_many_downsets_is_refused():
         downsets(g, limit=n - 1)
 
 
-@settings(max_examples=60, **SET)
+@settings(max_examples=40, **SET)
 @given(inst=tiny_instances(max_ops=7))
 def test_relaxation_is_below_the_free_optimum(inst):
     g, B = inst

@@ -63,7 +63,7 @@ def test_never_wrong_on_any_graph(g, B):
     check_sound(g, B, truth)
 
 
-@settings(max_examples=1200, **SET)
+@settings(max_examples=800, **SET)
 @given(st.one_of(random_graphs(max_ops=6, max_size=12).map(inputs_kept), single_output_graphs(max_ops=7, max_size=30)))
 def test_exact_where_complete(g):
     """Every graph input always resident: the search decides the least feasible budget and

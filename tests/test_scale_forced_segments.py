@@ -3,7 +3,6 @@ force over all topological orders (a split is forced iff every order has the sam
 operators before it), on random small DAGs; linear in practice on long graphs."""
 from __future__ import annotations
 
-from itertools import permutations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,35 +12,27 @@ from memsched.solvers.ordering import exact as E
 from strategies import random_graphs, single_output_graphs
 
 
-def all_topological_orders(g):
+def down_sets_by_size(g):
+    """level[k]: every set of k operators closed under predecessors (a down-set). The first-k
+    sets of the topological orders are exactly these: a prefix of an order is a down-set, and a
+    down-set S followed by the rest (each part in a topological order of its own) is an order.
+    Enumerated level by level, every set explicitly (at most 2^n of them, n <= 9)."""
     pred = g.op_pred()
-    n = g.n_ops
-    out = []
-
-    def rec(prefix, placed):
-        if len(prefix) == n:
-            out.append(list(prefix))
-            return
-        for v in range(n):
-            if not placed[v] and all(placed[p] for p in pred[v]):
-                placed[v] = True
-                prefix.append(v)
-                rec(prefix, placed)
-                prefix.pop()
-                placed[v] = False
-
-    rec([], [False] * n)
-    return out
+    level = [{frozenset()}]
+    for _ in range(g.n_ops):
+        level.append({S | {v} for S in level[-1] for v in range(g.n_ops)
+                      if v not in S and all(p in S for p in pred[v])})
+    return level
 
 
 def brute_segments(g):
     """Positions k (0 < k < n) where every topological order has the same first-k set."""
-    orders = all_topological_orders(g)
+    level = down_sets_by_size(g)
     n = g.n_ops
-    cuts = [k for k in range(1, n) if len({frozenset(o[:k]) for o in orders}) == 1]
-    o = orders[0]
+    cuts = [k for k in range(1, n) if len(level[k]) == 1]
     bounds = [0] + cuts + [n]
-    return [sorted(o[a:b]) for a, b in zip(bounds, bounds[1:])]
+    (at,) = zip(*(level[k] for k in bounds))  # the one down-set of each bound's size
+    return [sorted(at[i + 1] - at[i]) for i in range(len(bounds) - 1)]
 
 
 def canon(segs):
