@@ -30,7 +30,7 @@ def graphs(draw):
     return random_dag(draw(st.integers(2, 14)), seed, edge_prob=draw(st.sampled_from([0.2, 0.5])))
 
 
-@settings(max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(graphs(), st.sampled_from(BASELINES), st.floats(0.3, 1.0), st.sampled_from([None, 0, 1, 2]))
 def test_baseline_schedules_are_valid_within_budget_and_caps(g, method, ratio, cap):
     B = resolve_budget(g, ratio)

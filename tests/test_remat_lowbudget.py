@@ -54,7 +54,7 @@ def check_sound(g: Graph, B: int, truth_feasible: bool, **kw):
     return r
 
 
-@settings(max_examples=1500, **SET)
+@settings(max_examples=1000, **SET)
 @given(random_graphs(max_ops=6, max_size=12), st.integers(0, 60))
 def test_never_wrong_on_any_graph(g, B):
     """Any budget on graphs with every feature (unpinned inputs, multi-output, workspace,
@@ -76,7 +76,7 @@ def test_exact_where_complete(g):
         assert r.status == "infeasible", r.reason
 
 
-@settings(max_examples=1500, **SET)
+@settings(max_examples=1000, **SET)
 @given(st.data())
 def test_order_bound_is_a_lower_bound_on_every_prefix(data):
     """At every moment of a valid schedule, the creation-order bound of the resident set is at
@@ -134,7 +134,7 @@ def test_a_timeout_is_unknown_never_a_verdict(shared_data):
 
 
 # ----------------------------------------------------------------- chains under a cap
-@settings(max_examples=1500, **SET)
+@settings(max_examples=1000, **SET)
 @given(random_graphs(max_ops=6, max_size=12), st.integers(0, 60), st.sampled_from([0, 1, 2]))
 def test_capped_refutation_never_wrong(g, B, cap):
     """A capped refutation only where the referee finds no schedule with that cap."""
