@@ -54,7 +54,7 @@ def _first_follow_given(g, sched) -> bool:
     return in_class(g, sched, "given")
 
 
-@settings(max_examples=250, **SET)
+@settings(max_examples=150, **SET)
 @given(inst=tiny_instances(max_ops=7))
 def test_the_moment_inequality_holds_in_optimal_schedules_and_plain_orders(inst):
     g, B = inst
@@ -86,7 +86,7 @@ def _check_bound(g, B, cap, order):
     return b, ref
 
 
-@settings(max_examples=250, **SET)
+@settings(max_examples=150, **SET)
 @given(inst=tiny_instances(max_ops=7))
 def test_the_bound_never_exceeds_the_optimum(inst):
     g, B = inst

@@ -33,7 +33,7 @@ def _optimum(g, B, cap):
     return None if run.status == "infeasible" else g.total_cost() + run.solver.ObjectiveValue() * rx.cost_div
 
 
-@settings(max_examples=40, **SET)
+@settings(max_examples=30, **SET)
 @given(inst=tiny_instances(max_ops=7))
 def test_position_relaxation_is_below_the_free_optimum(inst):
     g, B = inst

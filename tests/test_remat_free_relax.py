@@ -61,7 +61,7 @@ def test_too_many_downsets_is_refused():
         downsets(g, limit=n - 1)
 
 
-@settings(max_examples=40, **SET)
+@settings(max_examples=30, **SET)
 @given(inst=tiny_instances(max_ops=7))
 def test_relaxation_is_below_the_free_optimum(inst):
     g, B = inst
@@ -79,7 +79,7 @@ def test_relaxation_is_below_the_free_optimum(inst):
         assert got_cut is not None and base + got_cut <= truth + 1e-6, (cap, got_cut, truth)
 
 
-@settings(max_examples=40, **SET)
+@settings(max_examples=30, **SET)
 @given(inst=tiny_instances(max_ops=7))
 def test_the_optimal_schedule_satisfies_the_relaxation(inst):
     g, B = inst

@@ -33,7 +33,7 @@ def _usable(g, B):
     return B - sum(g.size[j] for j in g.input_idx if j in g.pinned_idx or j in g.output_idx) >= 0
 
 
-@settings(max_examples=40, **SET)
+@settings(max_examples=25, **SET)
 @given(inst=tiny_instances(max_ops=7))
 def test_free_after_last_use_keeps_the_optimum(inst):
     g, B = inst

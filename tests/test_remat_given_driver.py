@@ -120,7 +120,7 @@ def test_the_witness_search_claims_optimal_only_at_the_referee_optimum(monkeypat
     monkeypatch.setattr(cpdrv, "RELAX_TERMS_PER_S", 0)
     monkeypatch.setattr(cpdrv, "FREE_RELAX_SHARE", 0.0)
     claims = runs = above = excluded = 0
-    for seed in range(400):
+    for seed in range(300):
         g, B = random_tiny_graph(seed, min_ops=4)
         if B - g.always_resident() < 0:
             continue

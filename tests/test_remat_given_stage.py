@@ -286,7 +286,7 @@ def test_driver_finds_random_layered_n250_at_0_9():
 
     g = load_graph(str(N250))
     B = int(0.9 * evaluate(g, Schedule.from_order(g, g.given_order())).peak)
-    res = solve_remat(g, B, method="cp", cap=1, order="given", time_limit=20, workers=2)
+    res = solve_remat(g, B, method="cp", cap=1, order="given", time_limit=10, workers=2)
     assert res.schedule is not None, (res.status, res.message)
     ev = evaluate(g, res.schedule)
     assert ev.peak <= B and max(ev.compute_counts) <= 2 and first_computations_follow(g, res.schedule)
