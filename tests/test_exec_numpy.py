@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from exec_common import random_graphs, scale_for, schedules_for, shipped_graphs
+from exec_common import EXEC_MAX_OPS, random_graphs, scale_for, schedules_for, shipped_graphs
 from memsched.formulations import Graph, Operator, Schedule, Tensor, evaluate
 from memsched.instances import generators as gen
 from memsched.instances.formats import save_graph
@@ -26,7 +26,7 @@ def _check_group(results, labels):
 
 
 def test_shipped_instances_numpy_all_schedules():
-    graphs = shipped_graphs()
+    graphs = shipped_graphs(EXEC_MAX_OPS)
     assert graphs, "no shipped instances found"
     jobs, labels, groups = [], [], []
     for name, g in graphs:

@@ -6,14 +6,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from exec_common import random_graphs, scale_for, schedules_for, shipped_graphs  # noqa: E402
+from exec_common import EXEC_MAX_OPS, random_graphs, scale_for, schedules_for, shipped_graphs  # noqa: E402
 from memsched.formulations import Schedule, evaluate  # noqa: E402
 from memsched.solvers.executors import recompute_schedule, run_batch  # noqa: E402
 
 
 def test_shipped_instances_torch_cpu_matches_numpy():
     jobs, scales, owner = [], [], []
-    for name, g in shipped_graphs():
+    for name, g in shipped_graphs(EXEC_MAX_OPS):
         scheds = schedules_for(g)
         s = scale_for(g, scheds)
         for lab, sc in scheds:

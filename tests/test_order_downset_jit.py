@@ -23,7 +23,7 @@ def _same(g, theta, **kw):
     return b
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(random_graphs(max_ops=8), single_output_graphs(max_ops=8)), st.integers(-2, 3), st.booleans())
 def test_compiled_decision_is_the_interpreted_one_and_exact(g, dth, look):
     opt = least_peak(g)

@@ -54,7 +54,7 @@ def check_sound(g: Graph, B: int, truth_feasible: bool, **kw):
     return r
 
 
-@settings(max_examples=1000, **SET)
+@settings(max_examples=700, **SET)
 @given(random_graphs(max_ops=6, max_size=12), st.integers(0, 60))
 def test_never_wrong_on_any_graph(g, B):
     """Any budget on graphs with every feature (unpinned inputs, multi-output, workspace,
@@ -63,7 +63,7 @@ def test_never_wrong_on_any_graph(g, B):
     check_sound(g, B, truth)
 
 
-@settings(max_examples=800, **SET)
+@settings(max_examples=500, **SET)
 @given(st.one_of(random_graphs(max_ops=6, max_size=12).map(inputs_kept), single_output_graphs(max_ops=7, max_size=30)))
 def test_exact_where_complete(g):
     """Every graph input always resident: the search decides the least feasible budget and
@@ -76,7 +76,7 @@ def test_exact_where_complete(g):
         assert r.status == "infeasible", r.reason
 
 
-@settings(max_examples=1000, **SET)
+@settings(max_examples=600, **SET)
 @given(st.data())
 def test_order_bound_is_a_lower_bound_on_every_prefix(data):
     """At every moment of a valid schedule, the creation-order bound of the resident set is at
@@ -134,7 +134,7 @@ def test_a_timeout_is_unknown_never_a_verdict(shared_data):
 
 
 # ----------------------------------------------------------------- chains under a cap
-@settings(max_examples=1000, **SET)
+@settings(max_examples=700, **SET)
 @given(random_graphs(max_ops=6, max_size=12), st.integers(0, 60), st.sampled_from([0, 1, 2]))
 def test_capped_refutation_never_wrong(g, B, cap):
     """A capped refutation only where the referee finds no schedule with that cap."""
