@@ -60,9 +60,18 @@ class FragmentationError(Exception):
 
 class Arena:
     """``[0, capacity)`` with first-fit or best-fit placement and coalescing. Free blocks
-    are kept as a sorted list of addresses with their sizes."""
+    are kept as a sorted list of addresses with their sizes.
 
-    def __init__(self, capacity: int, policy: str = "best-fit"):
+    ``test(v)`` (optional) answers ``v > capacity``; :class:`AllocRuntime` passes one that
+    records ``v`` as a tested value of the run's budget-equivalence interval. The capacity
+    enters a placement only through the *top block* ``[top, capacity)`` (``top``: the end
+    of the highest used block, 0 when none; the block is absent when ``top == capacity``):
+    it fits a request iff ``top + size <= capacity``, and best-fit prefers it to the
+    smallest lower fitting block of ``s`` bytes iff ``capacity - top < s``, i.e.
+    ``top + s > capacity`` (ties go to the lower address). Every other block's address and
+    size does not depend on the capacity (docs/dtr.md, Allocators)."""
+
+    def __init__(self, capacity: int, policy: str = "best-fit", test=None):
         if policy not in ("first-fit", "best-fit"):
             raise MemschedError(f"arena policy must be first-fit or best-fit, got {policy!r}")
         self.capacity = capacity
@@ -70,25 +79,46 @@ class Arena:
         self.free_addr: list[int] = [0] if capacity > 0 else []
         self.free_size: dict[int, int] = {0: capacity} if capacity > 0 else {}
         self.used: dict[int, int] = {}  # addr -> size
+        self.test = test if test is not None else (lambda v: v > capacity)
+
+    def top(self) -> int:
+        """The end of the highest used block (0 when none): the top block is ``[top, capacity)``."""
+        fa = self.free_addr
+        if fa and fa[-1] + self.free_size[fa[-1]] == self.capacity:
+            return fa[-1]
+        return self.capacity
 
     def alloc(self, size: int):
+        """The block's address, or None when no free block holds ``size`` (> 0) bytes."""
+        fa, fs = self.free_addr, self.free_size
+        top = self.top()
+        n = len(fa) - (top < self.capacity)  # the free blocks below the top block
         best = None
-        for a in self.free_addr:
-            s = self.free_size[a]
-            if s >= size:
-                if self.policy == "first-fit":
-                    best = a
+        if self.policy == "first-fit":
+            for k in range(n):
+                if fs[fa[k]] >= size:
+                    best = fa[k]
                     break
-                if best is None or s < self.free_size[best]:
-                    best = a
+            if best is None and not self.test(top + size):  # the top block fits
+                best = top
+        else:
+            bs = 0
+            for k in range(n):
+                a = fa[k]
+                s = fs[a]
+                if s >= size and (best is None or s < bs):
+                    best, bs = a, s
+            # the top block fits, and is smaller than the best lower block (ties: lower address)
+            if not self.test(top + size) and (best is None or self.test(top + bs)):
+                best = top
         if best is None:
             return None
-        s = self.free_size.pop(best)
-        i = bisect.bisect_left(self.free_addr, best)
-        del self.free_addr[i]
+        s = fs.pop(best)
+        i = bisect.bisect_left(fa, best)
+        del fa[i]
         if s > size:
-            self.free_addr.insert(i, best + size)
-            self.free_size[best + size] = s - size
+            fa.insert(i, best + size)
+            fs[best + size] = s - size
         self.used[best] = size
         return best
 
@@ -125,7 +155,9 @@ def round_size(size: int) -> int:
 
 class CachingAllocator:
     """The caching allocator's rules over a reserve limit of ``capacity`` bytes (see the
-    module docstring). Blocks are ``(segment, offset)`` pairs."""
+    module docstring). Blocks are ``(segment, offset)`` pairs. The capacity enters only the
+    reserve tests ``reserved + segment > capacity`` (before and after releasing the cached
+    segments), answered by ``test`` (optional; :class:`AllocRuntime` records them)."""
 
     SMALL = 1 * MIB  # requests <= 1 MiB: small pool
     SMALL_SEG = 2 * MIB
@@ -133,8 +165,9 @@ class CachingAllocator:
     MIN_LARGE_ALLOC = 10 * MIB
     ROUND_LARGE = 2 * MIB
 
-    def __init__(self, capacity: int):
+    def __init__(self, capacity: int, test=None):
         self.capacity = capacity
+        self.test = test if test is not None else (lambda v: v > capacity)
         self.reserved = 0
         self.segments: dict[int, dict] = {}  # id -> {"size", "small", "free": {off: size}, "used": {off: size}}
         self._next = 0
@@ -162,9 +195,9 @@ class CachingAllocator:
         hit = self._find(size, small)
         if hit is None:
             ss = self._segment_size(size)
-            if self.reserved + ss > self.capacity:
+            if self.test(self.reserved + ss):
                 self.release_cached()
-                if self.reserved + ss > self.capacity:
+                if self.test(self.reserved + ss):
                     return None
             sid = self._next
             self._next += 1
@@ -273,11 +306,13 @@ def check_heuristic_allocator(heuristic: str, allocator: str) -> None:
                             f"best-fit, got {allocator}")
 
 
-def make_allocator(name: str, capacity: int):
+def make_allocator(name: str, capacity: int, test=None):
+    """The allocator ``name`` over ``capacity`` bytes; ``test(v)`` answers ``v > capacity``
+    (default: the plain comparison)."""
     if name in ("first-fit", "best-fit"):
-        return Arena(capacity, name)
+        return Arena(capacity, name, test)
     if name == "caching":
-        return CachingAllocator(capacity)
+        return CachingAllocator(capacity, test)
     raise MemschedError(f"--allocator: expected one of {', '.join(ALLOCATORS)}, got {name!r}")
 
 
@@ -297,7 +332,8 @@ class AllocRuntime(Runtime):
         check_heuristic_allocator(heuristic, allocator)
         super().__init__(trace, budget, heuristic, **kw)
         self.allocator = allocator
-        self.alloc = make_allocator(allocator, budget)
+        # every comparison of the allocator with its capacity (the budget) is a budget test
+        self.alloc = make_allocator(allocator, budget, self._test)
         self.st_block: dict[int, object] = {}
         self.frag_evictions = 0  # evictions made because no block fitted (bytes would have fitted)
         self.frag_log: list[dict] = []  # record mode: those evictions (see _log_frag)
@@ -306,10 +342,27 @@ class AllocRuntime(Runtime):
         # explanation intervention: these tensors' storages go first whenever anything is evicted
         self.evict_first = frozenset(evict_first)
 
+    def _test(self, v) -> bool:
+        """``v > budget``, with ``v`` recorded as a tested value (``eq_lo`` / ``eq_hi``, as
+        :meth:`Runtime._free` records the byte tests): every place where the budget decides
+        something in an address-aware run goes through here (docs/dtr.md, Allocators)."""
+        if v > self.budget:
+            if v < self.eq_hi:
+                self.eq_hi = v
+            return True
+        if v > self.eq_lo:
+            self.eq_lo = v
+        return False
+
     def _free(self, need, op: int) -> None:
         if not self.window:
             Runtime._free(self, need, op)
-        # coop: the placement clears windows (a block that fits is also room in bytes)
+        else:
+            # coop: the placement clears windows (a block that fits is also room in bytes);
+            # the base runtime tested memory + need > budget before calling here and records
+            # the value only when it is <= budget, so it is recorded here too (no decision
+            # depends on it under coop, but the interval is then a function of the run)
+            self._test(self.memory + need)
 
     def _choose(self) -> int:
         if self.evict_first:
@@ -404,10 +457,11 @@ class AllocRuntime(Runtime):
                 first = {self.t_storage[t] for t in self.evict_first}
                 blocks, owners = self._blocks(lambda s: 0 if s in first else self._cost(s, clock))
                 w = cheapest_window(blocks, size)
+                self._window_tests(blocks, size)
                 if w is None:
                     self._fail_window(o, op, size, got)
                 rest = sum(sz for sz, ob in zip(o.sizes[i:], o.aliases[i:]) if sz > 0 and ob == -1)
-                why = "pressure" if self.memory + rest > self.budget else "fragmentation"
+                why = "pressure" if self._test(self.memory + rest) else "fragmentation"
                 self.windows += 1
                 if self.record and why == "fragmentation":
                     self._log_frag(op, size, [owners[a] for a, _s, _c in blocks[w[1]:w[2]] if a in owners],
@@ -422,12 +476,27 @@ class AllocRuntime(Runtime):
             got.append(b)
         return got
 
+    def _window_tests(self, blocks, size: int) -> None:
+        """Record the budget tests of :func:`cheapest_window` over the arena's tiling: a
+        window ``[a, a + size)`` lies inside the arena iff ``a + size <= budget``. For a start
+        ``a`` below the top block with ``a + size <= top`` that holds at every budget of the
+        interval (``top <= eq_lo``: each placement that raised the top was a recorded fit);
+        the others are tested, in address order up to the first that does not fit (every
+        later start is higher). The top block's own start never holds a window: its fit was
+        the failed ``alloc`` just before."""
+        top = self.alloc.top()
+        for a, _sz, _c in blocks:
+            if a >= top:
+                break
+            if a + size > top and self._test(a + size):
+                break
+
     def _fail_window(self, o, op: int, size: int, got) -> None:
         """No window of ``size`` bytes can be cleared: record the failure (the layout with
         the outputs placed so far, unowned) and stop."""
         evictable = sum(self.st_size[s] for s in self.pool)
         need = sum(sz for sz, a in zip(o.sizes, o.aliases) if sz > 0 and a == -1)
-        if self.memory - evictable + need > self.budget:
+        if self._test(self.memory - evictable + need):
             self.failure = {"kind": "oom", "op": op, "requested": need, "memory": self.memory,
                             "short": self.memory - evictable + need - self.budget, "clock": self.clock,
                             "depth": self.depth, "pos": self.pos}

@@ -311,7 +311,7 @@ def execute_replay_task(task: dict, trace=None, *, cache: bool = True) -> dict:
                    early_stop=bool(task.get("early_stop")))
     rt = r.runtime
     eq = None
-    if alloc == "bytes" and (r.outcome in FEASIBLE or r.outcome in INFEASIBLE):
+    if r.outcome in FEASIBLE or r.outcome in INFEASIBLE:  # address-aware runs too (docs/dtr.md, Allocators)
         eq = _equiv(rt)
     out = {"status": "done", "outcome": r.outcome, "clock": r.clock, "peak": r.peak, "evictions": r.evictions,
            "budget": r.budget, "wall_s": r.wall_s, "worker": f"pid{os.getpid()}", "equiv": eq}
@@ -516,7 +516,7 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
         round only (``SweepResult.repeat_derived``).
     allocator : str
         ``bytes`` (simrd's byte counting, the default) or an address-aware model
-        (:mod:`.allocator`: ``first-fit``, ``best-fit``, ``caching``; no sharing there).
+        (:mod:`.allocator`: ``first-fit``, ``best-fit``, ``caching``; shared as bytes runs are).
     prefix : bool
         Prefix sharing (:mod:`.prefix`, bytes only): a replay resumes from the deepest
         snapshot, taken by an earlier replay in the same worker process, whose budget
@@ -565,7 +565,7 @@ def sweep_many(pairs, *, lo: float = 0.1, hi: float = 1.0, step: float | None = 
     if allocator not in ALLOCATORS:
         raise MemschedError(f"--allocator: expected one of {', '.join(ALLOCATORS)}, got {allocator!r}")
     cfg = _SweepConfig(lo, hi, step, resolution, repeats, run_timeout, overhead_limit, jobs, refine,
-                       max_refine_points, kill_grace, seed, allocator, share and allocator == "bytes", debug,
+                       max_refine_points, kill_grace, seed, allocator, share, debug,
                        prefix and allocator == "bytes", early_stop and allocator == "bytes")
     pairs = list(pairs)
     if not pairs:
