@@ -6,11 +6,18 @@ holes among the samples, the evictions made for want of a block, and the compute
 of coop vs dtr under the same arena (same-run side by side, at the budgets where both
 complete).
 
-Sampling (the same for every mode, stated in the section): a descending grid 1.00, 0.95,
-..., 0.10 (step 0.05); then every 0.01 in the 0.05 below the smallest feasible grid point;
-then every 0.001 in the 0.01 below the smallest feasible point so far. Address-aware runs
-get no interval sharing, so a dense 1e-4 scan per mode does not fit a session on the
-shared 2-core machine; holes narrower than the grid can be missed.
+Dense scans with interval sharing (the section's first tables; ``--shared-side``,
+``--shared-scans``): address-aware replays record every budget test (docs/dtr.md,
+Allocators), so ``memsched dtr sweep --allocator`` takes every sample inside a finished
+replay's budget interval from that replay, as for bytes. ``--shared-side`` runs a dense
+sub-range with and without sharing (every sample compared, wall-time ratio);
+``--shared-scans`` runs full dense 0.1-1.0 scans (bench_dtr_dense.py's capped pool, the
+sweep itself) and re-runs random samples as independent ``replay_alloc`` replays.
+
+Older sampling (the grid tables below them, kept): a descending grid 1.00, 0.95, ..., 0.10
+(step 0.05); then every 0.01 in the 0.05 below the smallest feasible grid point; then every
+0.001 in the 0.01 below the smallest feasible point so far (before sharing existed); holes
+narrower than the grid can be missed there.
 
 Each replay is one row of ``--results`` (JSON lines; ``--resume`` reuses rows of the same
 trace, mode and ratio), so an interrupted run continues where it stopped.
@@ -20,6 +27,12 @@ trace, mode and ratio), so an interrupted run continues where it stopped.
     .venv/bin/python benchmarks/bench_dtr_alloc.py --write-only   (rebuild the section from the rows)
     .venv/bin/python benchmarks/bench_dtr_alloc.py --explain resnet32:0.147:caching[:HEURISTIC][,...]
         (dtr explain --allocator on those failures; the text goes into the section)
+    nice .venv/bin/python benchmarks/bench_dtr_alloc.py --shared-side resnet32:0.10:0.20
+        [--shared-modes first-fit/dtr,best-fit/dtr,caching/dtr]
+    nice .venv/bin/python benchmarks/bench_dtr_alloc.py --shared-scans resnet32,transformer:best-fit/dtr:900
+        [--shared-modes ...] [--cap 900] [--jobs 2] [--verify 300] [--verify-cap 240]
+        (an entry is TRACE (every --shared-modes), TRACE:MODE or TRACE:MODE:CAP; rows in
+        benchmarks/results/dtr_alloc_shared.json, a rerun of a (trace, mode) replaces its row)
 """
 from __future__ import annotations
 
@@ -38,6 +51,7 @@ SECTION = ROOT / "benchmarks" / "sections" / "63-dtr-alloc.md"
 RESULTS = ROOT / "benchmarks" / "results" / "dtr_alloc.jsonl"
 EXPLAIN = ROOT / "benchmarks" / "results" / "dtr_alloc_explain.json"
 DENSE = ROOT / "benchmarks" / "results" / "dtr_alloc_dense.jsonl"
+SHARED = ROOT / "benchmarks" / "results" / "dtr_alloc_shared.json"
 
 from memsched.solvers.dtr.allocator import replay_alloc  # noqa: E402
 from memsched.solvers.dtr.replay import load_trace  # noqa: E402
@@ -159,7 +173,7 @@ def dense_table(lo: float, hi: float, header: dict) -> list[str]:
     if not rows:
         return []
     n = sum(len(x) for x in dense_order(lo, hi))
-    L = ["", f"### Dense scan of {lo}-{hi} at 1e-4", "",
+    L = ["", f"### Dense scan of {lo}-{hi} at 1e-4, every sample replayed (before interval sharing; kept)", "",
          f"Every 1e-4 of the range ({n} ratios per mode), visited coarse to fine (stride 0.0064, then halving), "
          f"the modes level by level, stopped at {header.get('dense_cap', '?')} s per trace; `resolution` says how "
          f"far it got (every 2e-4: the levels down to stride 2 complete, the last 1e-4 level not reached), so the "
@@ -206,6 +220,209 @@ def dense_table(lo: float, hi: float, header: dict) -> list[str]:
     return L
 
 
+# ---------------------------------------------------------------- dense scans with interval sharing
+SHARED_MODES = ["first-fit/dtr", "best-fit/dtr", "caching/dtr"]
+# byte counting's smallest feasible ratio and holes from section 62's full dense scans (dtr, the same
+# 0.1-1.0 1e-4 protocol, early stop on, which changes no feasibility); used for `vs bytes` where this
+# run has no bytes/dtr row of its own (LSTM's scan there did not finish)
+BYTES_62 = {"resnet32": (0.1466, 1), "transformer": (0.1594, 2), "treelstm": (0.1087, 11)}
+_VER: dict = {}
+
+
+def _shared_rows() -> dict:
+    return json.loads(SHARED.read_text()) if SHARED.exists() else {"side": [], "scans": []}
+
+
+def _put(kind: str, row: dict) -> None:
+    d = _shared_rows()
+    d[kind] = [x for x in d[kind] if (x["trace"], x["mode"]) != (row["trace"], row["mode"])] + [row]
+    SHARED.write_text(json.dumps(d, indent=1))
+
+
+def _ver_init(path: str) -> None:
+    _VER["tr"] = load_trace(Path(path))
+
+
+def _ver_one(ratio: float, h: str, alloc: str):
+    r = replay_alloc(_VER["tr"], ratio, heuristic=h, allocator=alloc)
+    return ratio, (r.outcome, r.clock, r.peak, r.evictions)
+
+
+def _pt(p):
+    return (p.outcome, p.clock, p.peak, p.evictions)
+
+
+def shared_side(spec: str, modes: list[str]) -> None:
+    """Dense sub-range, in process, repeats 1: every sample replayed (share=False) vs interval
+    sharing (share=True); every sample compared; wall-time ratio."""
+    from memsched.solvers.dtr.replay import trace_baseline
+    from memsched.solvers.dtr.sweep import sweep
+
+    name, lo, hi = spec.split(":")
+    tr = load_trace(trace_path(name))
+    trace_baseline(tr)
+    for mode in modes:
+        alloc, h = mode.split("/")
+        kw = dict(lo=float(lo), hi=float(hi), resolution=1e-4, repeats=1, run_timeout=None, allocator=alloc)
+        la = os.getloadavg()[0]
+        t = time.perf_counter()
+        off = sweep(tr, h, share=False, **kw)
+        t_off = time.perf_counter() - t
+        t = time.perf_counter()
+        on = sweep(tr, h, share=True, **kw)
+        t_on = time.perf_counter() - t
+        same = [(p.ratio,) + _pt(p) for p in off.points] == [(p.ratio,) + _pt(p) for p in on.points]
+        assert same, (name, mode, "a shared sample differs from its own replay")
+        row = {"trace": name, "mode": mode, "range": [float(lo), float(hi)], "samples": len(on.points),
+               "off_replays": off.replays, "off_s": t_off, "on_replays": on.replays, "on_derived": on.derived,
+               "on_s": t_on, "equal": same, "load": la, "holes": len(on.holes), "min_feasible": on.min_feasible(),
+               "cmd": f"--shared-side {spec} --shared-modes {mode}"}
+        print(f"side {name} {mode} [{lo}, {hi}]: {t_off:.1f} s ({off.replays} replays) vs {t_on:.1f} s "
+              f"({on.replays} replays, {on.derived} derived), equal={same}", flush=True)
+        _put("side", row)
+
+
+def shared_scans(entries: str, modes: list[str], cap: float, jobs: int, verify: int, verify_cap: float) -> None:
+    """Full dense 0.1-1.0 scans at 1e-4 (repeats 3, interval sharing; no early stop, which the
+    address-aware runtime does not have) in bench_dtr_dense.py's capped local pool, then random
+    finished samples re-run as independent replay_alloc replays (a pool of --jobs processes)."""
+    import random
+    from concurrent.futures import ProcessPoolExecutor, wait
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_dtr_dense import _CappedExecutor  # the full scans' pool, stopped at a cap per replay
+
+    from memsched.solvers.dtr.replay import trace_baseline
+    from memsched.solvers.dtr.sweep import SweepInterrupted, sweep
+
+    jobs_ = []
+    for ent in entries.split(","):
+        parts = ent.split(":")
+        for m in ([parts[1]] if len(parts) > 1 else modes):
+            jobs_.append((parts[0], m, float(parts[2]) if len(parts) > 2 else cap))
+    trs: dict = {}
+    rng = random.Random(0)
+    for name, mode, cap_ in jobs_:
+        alloc, h = mode.split("/")
+        path = trace_path(name)
+        if name not in trs:
+            trs[name] = load_trace(path)
+            trace_baseline(trs[name])
+        tr = trs[name]
+        la = os.getloadavg()
+        t0 = time.perf_counter()
+        try:
+            r = sweep(tr, h, lo=0.1, hi=1.0, repeats=3, run_timeout=None, jobs=jobs, allocator=alloc,
+                      executor=_CappedExecutor(jobs, t0 + cap_))
+            finished = True
+        except SweepInterrupted as e:
+            r = e.partial[0]
+            finished = False
+        w = time.perf_counter() - t0
+        pts = [p for p in r.points if p.outcome in ("ok", "oom", "remat_exceeded", "fragmentation")]
+        pts = rng.sample(pts, min(verify, len(pts)))
+        by = {p.ratio: p for p in pts}
+        tv = time.perf_counter()
+        checked, bad = 0, []
+        with ProcessPoolExecutor(jobs, initializer=_ver_init, initargs=(str(path),)) as ex:
+            futs = [ex.submit(_ver_one, p.ratio, h, alloc) for p in pts]
+            done, pending = wait(futs, timeout=verify_cap)
+            for f in pending:
+                f.cancel()
+            for f in done:
+                ratio, full = f.result()
+                checked += 1
+                if _pt(by[ratio]) != full:
+                    bad.append(ratio)
+        tv = time.perf_counter() - tv
+        assert not bad, (name, mode, sorted(bad)[:5])
+        holes = [{"first": x.first, "last": x.last, "n": len(x.ratios), "below": x.feasible_below,
+                  "above": x.feasible_above, "outcomes": {o: x.outcomes.count(o) for o in sorted(set(x.outcomes))}}
+                 for x in r.holes]
+        row = {"trace": name, "mode": mode, "finished": finished, "cap": cap_, "wall_s": w,
+               "load": " / ".join(f"{x:.1f}" for x in la), "samples": len(r.points), "replays": r.replays,
+               "derived": r.derived, "repeat_derived": r.repeat_derived, "min_feasible": r.min_feasible(),
+               "holes": holes, "frag_samples": sum(1 for p in r.points if p.outcome == "fragmentation"),
+               "outcomes": {o: sum(1 for p in r.points if p.outcome == o) for o in sorted({p.outcome for p in r.points})},
+               "verified": checked, "verify_s": tv, "jobs": jobs,
+               "cmd": f"--shared-scans {name}:{mode}:{cap_:g} --jobs {jobs} --verify {verify} --verify-cap {verify_cap:g}"}
+        print(f"scan {name} {mode}: {'finished' if finished else 'capped'} {w:.0f} s, {len(r.points)} samples, "
+              f"{r.replays} replays, {r.derived} derived, min feasible {r.min_feasible()}, {len(holes)} holes, "
+              f"{row['frag_samples']} fragmentation, {checked} verified", flush=True)
+        _put("scans", row)
+        write_section(load_rows(), _header())
+
+
+def shared_tables() -> list[str]:
+    d = _shared_rows()
+    if not d["side"] and not d["scans"]:
+        return []
+    L = ["### Dense 1e-4 scans with budget-interval sharing", "",
+         "Address-aware replays record every comparison of the budget with a value (the byte tests, the arena's "
+         "top-block fit and best-fit choice, the caching allocator's segment reserve, coop's window fits and its "
+         "oom / pressure tests; docs/dtr.md, Allocators), so every budget of `[eq_lo, eq_hi)` runs the identical "
+         "replay and `memsched dtr sweep --allocator ...` takes every sample inside a finished replay's interval "
+         "from it (tests/test_dtr_alloc_intervals.py). Heuristic `dtr`, overhead limit 2.0, no run timeout."]
+    if d["side"]:
+        L += ["", "Side by side (one process, the same dense sub-range at 1e-4, repeats 1): every sample replayed "
+              "(`share=False`) vs interval sharing; every sample of the two equal (ratio, outcome, clock, peak, "
+              "evictions).", "",
+              "| trace | mode | range | samples | every sample: replays | every sample: wall s | shared: replays | "
+              "shared: derived | shared: wall s | speed-up | every sample equal | load at start |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for x in d["side"]:
+            L.append(f"| {x['trace']} | {x['mode']} | {x['range'][0]}-{x['range'][1]} | {x['samples']} | "
+                     f"{x['off_replays']} | {x['off_s']:.1f} | {x['on_replays']} | {x['on_derived']} | "
+                     f"{x['on_s']:.1f} | {x['off_s'] / x['on_s']:.1f}x | {'yes' if x['equal'] else 'NO'} | "
+                     f"{x['load']:.1f} |")
+    if d["scans"]:
+        L += ["", "Full dense scans: 0.1-1.0 at 1e-4 (9001 samples), repeats 3 (the samples next to an outcome "
+              "change and hole interiors), interval sharing, no early stop (address-aware runs have none), a local "
+              "pool of 2 worker processes (`sweep(..., jobs=2, allocator=...)`, bench_dtr_dense.py's capped "
+              "executor: a scan not finished by its cap is stopped after a replay). `vs bytes`: the smallest "
+              "feasible ratio against byte counting's (`bytes/dtr` row of this table where there is one, else "
+              "section 62's full dense scan with `dtr`). Verified: random finished samples re-run as independent "
+              "`replay_alloc` replays (outcome, clock, peak, evictions equal).", "",
+              "| trace | mode | finished | wall s | load at start | samples | replays | derived | smallest feasible | "
+              "vs bytes | holes | hole samples | fragmentation samples | verified vs independent replays |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        order = {t: i for i, t in enumerate(TRACES)}
+        modes = ["bytes/dtr"] + SHARED_MODES + ["first-fit/coop", "best-fit/coop"]
+        rows = sorted(d["scans"], key=lambda x: (order.get(x["trace"], 9), modes.index(x["mode"])
+                                                   if x["mode"] in modes else 9))
+        holes_txt = []
+        for x in rows:
+            mine = next((y for y in rows if y["trace"] == x["trace"] and y["mode"] == "bytes/dtr"
+                         and y["finished"]), None)
+            ref = (mine["min_feasible"], "") if mine else (BYTES_62.get(x["trace"], (None,))[0], " (s. 62)")
+            mf = x["min_feasible"]
+            vs = ("-" if x["mode"] == "bytes/dtr" or mf is None or ref[0] is None
+                  else f"{mf - ref[0]:+.4f} ({mf / ref[0]:.3f}x){ref[1]}")
+            fin = "yes" if x["finished"] else f"no (cap {x['cap']:g} s)"
+            der = f"{x['derived']}" + (f" (+{x['repeat_derived']} repeats)" if x["repeat_derived"] else "")
+            L.append(f"| {x['trace']} | {x['mode']} | {fin} | {x['wall_s']:.0f} | {x['load']} | {x['samples']} | "
+                     f"{x['replays']} | {der} | {'-' if mf is None else f'{mf:.4f}'} | {vs} | {len(x['holes'])} | "
+                     f"{sum(hh['n'] for hh in x['holes'])} | {x['frag_samples']} | {x['verified']} random, all "
+                     f"equal ({x['verify_s']:.0f} s) |")
+            for hh in x["holes"][:15]:
+                kinds = ", ".join(f"{o} {n}" for o, n in hh["outcomes"].items())
+                holes_txt.append(f"* {x['trace']} {x['mode']}: infeasible {hh['first']:.4f}-{hh['last']:.4f} "
+                                 f"({hh['n']} samples: {kinds}) between feasible {hh['below']:.4f} and "
+                                 f"{hh['above']:.4f}")
+            if len(x["holes"]) > 15:
+                holes_txt.append(f"* {x['trace']} {x['mode']}: ... {len(x['holes']) - 15} more holes")
+        L += ["", "Holes of the full scans (first 15 per scan):", ""] + (holes_txt or ["* none"])
+    cmds = [x["cmd"] for x in d["side"]] + [x["cmd"] for x in d["scans"]]
+    L += ["", "Commands (each rewrites its rows; load figures: 1-, 5-, 15-minute averages of the shared 2-core "
+          "machine):", ""] + [f"  nice .venv/bin/python benchmarks/bench_dtr_alloc.py {c}" for c in cmds] + [""]
+    return L
+
+
+def _header() -> dict:
+    hf = RESULTS.with_suffix(".header.json")
+    return json.loads(hf.read_text()) if hf.exists() else {}
+
+
 def write_section(rows: list[dict], header: dict) -> None:
     by: dict = {}
     for x in rows:
@@ -215,11 +432,14 @@ def write_section(rows: list[dict], header: dict) -> None:
          "the holes among the samples (an infeasible sample with feasible samples on both sides), the samples that "
          "failed with `fragmentation` (no block although the bytes fitted, nothing left to evict), and how much "
          "higher the smallest feasible ratio is than under byte counting. `coop` clears the contiguous arena window "
-         "of least summed cost (docs/dtr.md, Allocators); it exists for the arenas only.", "",
+         "of least summed cost (docs/dtr.md, Allocators); it exists for the arenas only.", ""]
+    L += shared_tables()
+    L += ["### Grid sampling (measured before address-aware runs had interval sharing; kept)", "",
+         "Where this grid and the dense scans above differ, the dense scans hold. "
          "Sampling actually done (the same for every mode): a descending grid 1.00, 0.95, ..., 0.10; then every "
          "0.01 in the 0.05 below the smallest feasible grid point; then every 0.001 in the 0.01 below the smallest "
-         "feasible point so far. Not a dense scan: address-aware replays get no interval sharing, so a dense 1e-4 "
-         "scan of six modes on four traces does not fit a session on the shared 2-core machine; holes narrower than "
+         "feasible point so far. Not a dense scan (then, without interval sharing, a dense 1e-4 "
+         "scan of six modes on four traces did not fit a session on the shared 2-core machine); holes narrower than "
          "the grid can be missed, and the smallest feasible ratio is that of the samples (a smaller feasible ratio "
          "can exist between them or in a hole). Replays stop at "
          f"{header.get('run_timeout', 60)} s (`unresolved`; never feasible).", "",
@@ -322,7 +542,21 @@ def main(argv=None) -> int:
     ap.add_argument("--dense", metavar="LO,HI", help="every 1e-4 of LO..HI per trace and mode (capped)")
     ap.add_argument("--min-stride", type=int, default=1,
                     help="--dense: stop after the level of this stride (in 1e-4 steps; a top-up of a capped scan)")
+    ap.add_argument("--shared-side", metavar="TRACE:LO:HI", help="dense sub-range with vs without interval sharing")
+    ap.add_argument("--shared-scans", metavar="TRACE[:MODE[:CAP]],...", help="full dense scans with sharing")
+    ap.add_argument("--shared-modes", default=",".join(SHARED_MODES))
+    ap.add_argument("--cap", type=float, default=900.0, help="--shared-scans: seconds per scan")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--verify", type=int, default=300)
+    ap.add_argument("--verify-cap", type=float, default=240.0)
     a = ap.parse_args(argv)
+    if a.shared_side or a.shared_scans:
+        if a.shared_side:
+            shared_side(a.shared_side, a.shared_modes.split(","))
+        if a.shared_scans:
+            shared_scans(a.shared_scans, a.shared_modes.split(","), a.cap, a.jobs, a.verify, a.verify_cap)
+        write_section(load_rows(), _header())
+        return 0
     if a.dense:
         lo, hi = (float(x) for x in a.dense.split(","))
         hf = RESULTS.with_suffix(".header.json")
