@@ -31,7 +31,7 @@ class ReplayResult:
     recomputations: int = 0
     overhead_limit: float = 2.0
     failure: dict | None = None
-    runtime: Runtime | None = field(default=None, repr=False)
+    runtime: Runtime | None = field(default=None, repr=False)  # or a jit_runtime.JitRun (engine 'jit')
 
     @property
     def overhead(self) -> float:
@@ -88,7 +88,8 @@ def parse_limit(text) -> float:
 
 def replay(trace, ratio: float | None = None, *, budget: int | None = None, heuristic: str = "dtr",
            overhead_limit: float = 2.0, seed: int = 0, timeout: float | None = None, record: bool = False,
-           pin=(), eager: bool = True, keep_runtime: bool = False, early_stop: bool = False) -> ReplayResult:
+           pin=(), eager: bool = True, keep_runtime: bool = False, early_stop: bool = False,
+           engine: str = "auto") -> ReplayResult:
     """Replay ``trace`` (a DTRTrace or a path) with budget ``floor(ratio x baseline_memory)`` (:func:`budget_for`)
     (or ``budget`` bytes) under simrd's RuntimeV2EagerOptimized semantics.
 
@@ -97,7 +98,16 @@ def replay(trace, ratio: float | None = None, *, budget: int | None = None, heur
     as soon as computed (never evictable). ``early_stop``: stop as soon as the run provably
     cannot end 'ok' (outcome 'thrash_or_oom': the full run ends in 'remat_exceeded' or 'oom';
     clock, peak and evictions are those at the stop; ``failure`` says where, docs/dtr.md
-    section 3, "Early stop"); other outcomes and their figures are the full run's."""
+    section 3, "Early stop"); other outcomes and their figures are the full run's.
+
+    ``engine``: 'auto' (default) replays with the compiled engine (:mod:`.jit_runtime`: the
+    same decisions and figures as :class:`Runtime`, docs/dtr.md section 2) when it supports
+    the configuration (heuristic dtr, msps or an ab-e* ablation; eager, no record, no pin;
+    an acyclic storage graph; integer costs) and with :class:`Runtime` otherwise; 'python'
+    always uses :class:`Runtime`; 'jit' requires the compiled engine (MemschedError if it
+    cannot replay this). With the compiled engine, ``runtime`` (keep_runtime) is a
+    :class:`.jit_runtime.JitRun`: the figures and the budget interval (``eq_lo``, ``eq_hi``),
+    no events or forks."""
     tr = load_trace(trace)
     h = canonical_heuristic(heuristic)
     b = trace_baseline(tr)
@@ -108,13 +118,29 @@ def replay(trace, ratio: float | None = None, *, budget: int | None = None, heur
             raise MemschedError(f"--ratio must be positive, got {ratio}")
         budget = budget_for(tr, ratio)
     limit = b["baseline_compute"] * (overhead_limit - 1)
+    if engine not in ("auto", "python", "jit"):
+        raise MemschedError(f"replay: engine must be 'auto', 'python' or 'jit', got {engine!r}")
     t0 = time.perf_counter()
-    rt = Runtime(tr, budget, h, remat_limit=limit, eager=eager, record=record, seed=seed, pin_extra=pin,
-                 deadline=None if timeout is None else t0 + timeout, early_stop=early_stop)
-    try:
-        out = rt.run()
-    except TimeoutError:
-        out = "unresolved"
+    deadline = None if timeout is None else t0 + timeout
+    res = None
+    if engine != "python":
+        from . import jit_runtime
+
+        if jit_runtime.supported(h, eager=eager, record=record, pin_extra=pin):
+            res = jit_runtime.run(tr, budget, h, remat_limit=limit, early_stop=early_stop, deadline=deadline)
+        if res is None and engine == "jit":
+            raise MemschedError(f"replay: the compiled engine cannot replay {tr.path} with heuristic {h} here "
+                                f"(numba {'missing or disabled' if not jit_runtime.AVAILABLE else 'available'}; "
+                                "see docs/dtr.md section 2)")
+    if res is not None:
+        out, rt = res
+    else:
+        rt = Runtime(tr, budget, h, remat_limit=limit, eager=eager, record=record, seed=seed, pin_extra=pin,
+                     deadline=deadline, early_stop=early_stop)
+        try:
+            out = rt.run()
+        except TimeoutError:
+            out = "unresolved"
     wall = time.perf_counter() - t0
     return ReplayResult(outcome=out, clock=rt.clock, peak=rt.peak, evictions=rt.evictions,
                         baseline_memory=b["baseline_memory"], baseline_compute=b["baseline_compute"],
