@@ -22,6 +22,7 @@ machine; loaded from numba's cache afterwards).
 """
 from __future__ import annotations
 
+import importlib
 import math
 import random
 from pathlib import Path
@@ -35,6 +36,7 @@ from memsched.solvers.dtr import runtime as rtmod
 from memsched.solvers.dtr.replay import budget_for, load_trace, replay, trace_baseline
 from memsched.solvers.dtr.runtime import Runtime, baseline
 
+replay_mod = importlib.import_module("memsched.solvers.dtr.replay")  # (the package exports the function)
 pytestmark = pytest.mark.skipif(not J.AVAILABLE, reason="numba not importable (or MEMSCHED_DTR_JIT=python)")
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "dtr-traces"
@@ -121,10 +123,12 @@ def test_flushed_logs_and_chunked_runs_equal_python():
     assert flushes > 20
 
 
-def test_replay_and_sweep_task_use_the_engine():
+def test_replay_and_sweep_task_use_the_engine(monkeypatch):
     from memsched.solvers.dtr.sweep import execute_replay_task
 
     tr = random_trace(9, n_calls=60)
+    assert isinstance(replay(tr, 0.5, keep_runtime=True).runtime, Runtime)  # a small trace: Python
+    monkeypatch.setattr(replay_mod, "JIT_MIN_COMMANDS", 0)
     for ratio, limit in [(0.3, 1.1), (0.5, 2.0), (0.9, 2.0), (0.2, float("inf"))]:
         for early in (False, True):
             a = replay(tr, ratio, overhead_limit=limit, early_stop=early, keep_runtime=True)
@@ -144,7 +148,8 @@ def test_replay_and_sweep_task_use_the_engine():
                                                                                     b.evictions)
 
 
-def test_unsupported_configurations_fall_back():
+def test_unsupported_configurations_fall_back(monkeypatch):
+    monkeypatch.setattr(replay_mod, "JIT_MIN_COMMANDS", 0)
     cyclic = random_trace(2, n_calls=26, alias_any=True, alias_p=0.5, small_sizes=True)
     assert J.trace_tables(cyclic) is None  # a storage cycle: the Python runtime replays it
     with pytest.raises(MemschedError):

@@ -13,6 +13,11 @@ from .runtime import Runtime, baseline, canonical_heuristic
 
 __all__ = ["ReplayResult", "load_trace", "trace_baseline", "budget_for", "replay", "parse_limit"]
 
+# engine='auto' uses the compiled engine from this many schedule commands on (the four shared
+# traces have 3,552-32,673): a smaller trace replays in milliseconds in Python, less than
+# loading numba (about 0.5 s per process) or compiling the engine (about 9 s without its cache)
+JIT_MIN_COMMANDS = 1000
+
 
 @dataclass
 class ReplayResult:
@@ -103,9 +108,10 @@ def replay(trace, ratio: float | None = None, *, budget: int | None = None, heur
     ``engine``: 'auto' (default) replays with the compiled engine (:mod:`.jit_runtime`: the
     same decisions and figures as :class:`Runtime`, docs/dtr.md section 2) when it supports
     the configuration (heuristic dtr, msps or an ab-e* ablation; eager, no record, no pin;
-    an acyclic storage graph; integer costs) and with :class:`Runtime` otherwise; 'python'
-    always uses :class:`Runtime`; 'jit' requires the compiled engine (MemschedError if it
-    cannot replay this). With the compiled engine, ``runtime`` (keep_runtime) is a
+    an acyclic storage graph; integer costs) and the trace has at least
+    :data:`JIT_MIN_COMMANDS` commands, and with :class:`Runtime` otherwise; 'python' always
+    uses :class:`Runtime`; 'jit' requires the compiled engine (MemschedError if it cannot
+    replay this). With the compiled engine, ``runtime`` (keep_runtime) is a
     :class:`.jit_runtime.JitRun`: the figures and the budget interval (``eq_lo``, ``eq_hi``),
     no events or forks."""
     tr = load_trace(trace)
@@ -123,7 +129,7 @@ def replay(trace, ratio: float | None = None, *, budget: int | None = None, heur
     t0 = time.perf_counter()
     deadline = None if timeout is None else t0 + timeout
     res = None
-    if engine != "python":
+    if engine == "jit" or (engine == "auto" and len(tr.schedule) >= JIT_MIN_COMMANDS):
         from . import jit_runtime
 
         if jit_runtime.supported(h, eager=eager, record=record, pin_extra=pin):
