@@ -235,7 +235,7 @@ def _shared_rows() -> dict:
 
 def _put(kind: str, row: dict) -> None:
     d = _shared_rows()
-    d[kind] = [x for x in d[kind] if (x["trace"], x["mode"]) != (row["trace"], row["mode"])] + [row]
+    d[kind] = [x for x in d.get(kind, []) if (x["trace"], x["mode"]) != (row["trace"], row["mode"])] + [row]
     SHARED.write_text(json.dumps(d, indent=1))
 
 
@@ -280,6 +280,28 @@ def shared_side(spec: str, modes: list[str]) -> None:
         print(f"side {name} {mode} [{lo}, {hi}]: {t_off:.1f} s ({off.replays} replays) vs {t_on:.1f} s "
               f"({on.replays} replays, {on.derived} derived), equal={same}", flush=True)
         _put("side", row)
+
+
+def shared_widths(traces: str, modes: list[str], ratios: list[float]) -> None:
+    """The budget-equivalence interval of one replay per (trace, mode, ratio), in 1e-4 steps of
+    the baseline memory: a dense scan runs about samples / width replays."""
+    from memsched.solvers.dtr.replay import trace_baseline
+
+    for name in traces.split(","):
+        tr = load_trace(trace_path(name))
+        bm = trace_baseline(tr)["baseline_memory"]
+        for mode in ["bytes/dtr"] + modes:
+            alloc, h = mode.split("/")
+            cells = []
+            for r in ratios:
+                res = replay_alloc(tr, r, heuristic=h, allocator=alloc)
+                rt = res.runtime
+                w = None if rt.eq_hi == float("inf") else (rt.eq_hi - rt.eq_lo) / (1e-4 * bm)
+                cells.append([r, w, res.outcome, None if w is None else int(rt.eq_hi - rt.eq_lo)])
+            print(f"widths {name} {mode}: {cells}", flush=True)
+            _put("widths", {"trace": name, "mode": mode, "cells": cells, "load": os.getloadavg()[0],
+                            "cmd": f"--shared-widths {traces} --shared-modes {','.join(modes)} --ratios "
+                                   f"{','.join(f'{r:g}' for r in ratios)}"})
 
 
 def shared_scans(entries: str, modes: list[str], cap: float, jobs: int, verify: int, verify_cap: float) -> None:
@@ -362,7 +384,8 @@ def shared_tables() -> list[str]:
          "top-block fit and best-fit choice, the caching allocator's segment reserve, coop's window fits and its "
          "oom / pressure tests; docs/dtr.md, Allocators), so every budget of `[eq_lo, eq_hi)` runs the identical "
          "replay and `memsched dtr sweep --allocator ...` takes every sample inside a finished replay's interval "
-         "from it (tests/test_dtr_alloc_intervals.py). Heuristic `dtr`, overhead limit 2.0, no run timeout."]
+         "from it (tests/test_dtr_alloc_intervals.py). Mode = allocator / heuristic, overhead limit 2.0, no run "
+         "timeout."]
     if d["side"]:
         L += ["", "Side by side (one process, the same dense sub-range at 1e-4, repeats 1): every sample replayed "
               "(`share=False`) vs interval sharing; every sample of the two equal (ratio, outcome, clock, peak, "
@@ -375,11 +398,24 @@ def shared_tables() -> list[str]:
                      f"{x['off_replays']} | {x['off_s']:.1f} | {x['on_replays']} | {x['on_derived']} | "
                      f"{x['on_s']:.1f} | {x['off_s'] / x['on_s']:.1f}x | {'yes' if x['equal'] else 'NO'} | "
                      f"{x['load']:.1f} |")
+    if d.get("widths"):
+        rs = d["widths"][0]["cells"]
+        L += ["", "Interval widths: the budget-equivalence interval of one replay, in 1e-4 steps of the baseline "
+              "memory (a dense scan runs about samples / width replays; below 1, nearly every sample is its own "
+              "replay; below 0.1 steps the width in bytes), outcome in brackets.", "",
+              "| trace | mode | " + " | ".join(f"ratio {c[0]:g}" for c in rs) + " |",
+              "|---|---|" + "---|" * len(rs)]
+        for x in d["widths"]:
+            L.append(f"| {x['trace']} | {x['mode']} | " + " | ".join(
+                f"{'inf' if w is None else f'{w:.1f}' if w >= 0.1 else f'{nb} B'} ({o})"
+                for _r, w, o, nb in x["cells"]) + " |")
     if d["scans"]:
         L += ["", "Full dense scans: 0.1-1.0 at 1e-4 (9001 samples), repeats 3 (the samples next to an outcome "
               "change and hole interiors), interval sharing, no early stop (address-aware runs have none), a local "
               "pool of 2 worker processes (`sweep(..., jobs=2, allocator=...)`, bench_dtr_dense.py's capped "
-              "executor: a scan not finished by its cap is stopped after a replay). `vs bytes`: the smallest "
+              "executor: a scan not finished by its cap is stopped after a replay; the dense order samples the 0.01 grid "
+              "first, then strides of 50, 25, 12, 6, 3 and 1 steps, so a stopped scan's samples are spread over the "
+              "whole range, and its smallest feasible ratio and holes are those of the samples done). `vs bytes`: the smallest "
               "feasible ratio against byte counting's (`bytes/dtr` row of this table where there is one, else "
               "section 62's full dense scan with `dtr`). Verified: random finished samples re-run as independent "
               "`replay_alloc` replays (outcome, clock, peak, evictions equal).", "",
@@ -412,7 +448,18 @@ def shared_tables() -> list[str]:
             if len(x["holes"]) > 15:
                 holes_txt.append(f"* {x['trace']} {x['mode']}: ... {len(x['holes']) - 15} more holes")
         L += ["", "Holes of the full scans (first 15 per scan):", ""] + (holes_txt or ["* none"])
-    cmds = [x["cmd"] for x in d["side"]] + [x["cmd"] for x in d["scans"]]
+    todo = []
+    for t in TRACES:
+        left = [m for m in SHARED_MODES
+                if not any(x["trace"] == t and x["mode"] == m and x["finished"] for x in d["scans"])]
+        if left:
+            todo.append(f"  nice .venv/bin/python benchmarks/bench_dtr_alloc.py --shared-scans "
+                        f"{','.join(f'{t}:{m}' for m in left)} --cap 3600")
+    if todo:
+        L += ["", "Not finished or not run yet (each scan may take an hour or more on the shared machine; a "
+              "rerun replaces the row):", ""] + todo
+    cmds = list(dict.fromkeys([x["cmd"] for x in d["side"]] + [x["cmd"] for x in d.get("widths", [])]
+                              + [x["cmd"] for x in d["scans"]]))
     L += ["", "Commands (each rewrites its rows; load figures: 1-, 5-, 15-minute averages of the shared 2-core "
           "machine):", ""] + [f"  nice .venv/bin/python benchmarks/bench_dtr_alloc.py {c}" for c in cmds] + [""]
     return L
@@ -544,13 +591,17 @@ def main(argv=None) -> int:
                     help="--dense: stop after the level of this stride (in 1e-4 steps; a top-up of a capped scan)")
     ap.add_argument("--shared-side", metavar="TRACE:LO:HI", help="dense sub-range with vs without interval sharing")
     ap.add_argument("--shared-scans", metavar="TRACE[:MODE[:CAP]],...", help="full dense scans with sharing")
+    ap.add_argument("--shared-widths", metavar="TRACE,...", help="budget-interval widths per mode at --ratios")
+    ap.add_argument("--ratios", default="0.15,0.2,0.3,0.5,0.8")
     ap.add_argument("--shared-modes", default=",".join(SHARED_MODES))
     ap.add_argument("--cap", type=float, default=900.0, help="--shared-scans: seconds per scan")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--verify", type=int, default=300)
     ap.add_argument("--verify-cap", type=float, default=240.0)
     a = ap.parse_args(argv)
-    if a.shared_side or a.shared_scans:
+    if a.shared_side or a.shared_scans or a.shared_widths:
+        if a.shared_widths:
+            shared_widths(a.shared_widths, a.shared_modes.split(","), [float(x) for x in a.ratios.split(",")])
         if a.shared_side:
             shared_side(a.shared_side, a.shared_modes.split(","))
         if a.shared_scans:
