@@ -185,7 +185,9 @@ def test_address_aware_runs_are_consistent_and_equal_bytes_without_fragmentation
 def test_allocator_sweep_and_cli(tmp_path, capsys):
     tr = frag_trace()
     res = sweep(tr, "dtr", lo=0.5, hi=0.7, resolution=0.02, repeats=1, run_timeout=None, allocator="best-fit")
-    assert res.derived == 0 and res.params["allocator"] == "best-fit"
+    # address-aware samples may be derived from a replay's budget interval (docs/dtr.md,
+    # Allocators); every point, derived or replayed, equals an independent replay below
+    assert res.params["allocator"] == "best-fit"
     assert any(p.outcome == "fragmentation" for p in res.points)
     for p in res.points:
         r = replay_alloc(tr, p.ratio, allocator="best-fit")
