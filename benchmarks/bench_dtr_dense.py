@@ -629,7 +629,8 @@ def _verify_init(path: str) -> None:
 
 
 def _verify_one(ratio: float, h: str):
-    r = replay(_VTR["tr"], ratio, heuristic=h)
+    # the Python runtime (engine='python'): independent of the compiled engine the sweeps use
+    r = replay(_VTR["tr"], ratio, heuristic=h, engine="python")
     return ratio, (r.outcome, r.clock, r.peak, r.evictions), r.wall_s
 
 
@@ -672,7 +673,9 @@ def full_scans_main(argv) -> int:
            f"{load[2]:.1f} (2 cores shared with other helpers). `thrash_or_oom`: samples stopped early by the proof "
            "(docs/dtr.md section 3, \"Early stop\"): infeasible, their full replay ends in remat_exceeded or oom, "
            "and their recorded clock is the clock at the stop, not the full run's. Verified: random finished "
-           "samples re-run as independent full replays (no early stop) in a pool of the same size: an early-stopped "
+           "samples re-run as independent full replays (no early stop, the Python runtime: "
+           "`replay(..., engine='python')`, while the sweeps use the compiled engine where it applies, docs/dtr.md "
+           "section 2) in a pool of the same size: an early-stopped "
            "sample must be a full remat_exceeded or oom, every other sample equal in outcome, clock, peak and "
            f"evictions (at most {a.verify} per scan, at most {a.verify_cap:g} s of verification per scan).", "",
            "| trace | heuristic | finished | wall s | load at start | samples done (of 9001) | replays | derived | "

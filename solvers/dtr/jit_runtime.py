@@ -1351,7 +1351,8 @@ def warm() -> float:
     if AVAILABLE:
         from memsched.instances.dtr_trace import parse_trace_lines
 
-        lines = ['{"INSTRUCTION": "ANNOTATE", "ANNOTATION": "START"}', '{"INSTRUCTION": "CONSTANT", "NAME": "w"}', '{"INSTRUCTION": "MEMORY", "NAME": "w", "MEMORY": "4"}',
+        lines = ['{"INSTRUCTION": "ANNOTATE", "ANNOTATION": "START"}', '{"INSTRUCTION": "CONSTANT", "NAME": "w"}',
+                 '{"INSTRUCTION": "MEMORY", "NAME": "w", "MEMORY": "4"}',
                  '{"INSTRUCTION": "CALL", "NAME": "f", "ARGS": ["w"], "RESULT": ["a"], "TIME": "3"}',
                  '{"INSTRUCTION": "MEMORY", "NAME": "a", "MEMORY": "8"}',
                  '{"INSTRUCTION": "ALIAS", "NAME": "a", "ALIAS": "-1"}']
