@@ -277,6 +277,7 @@ def test_stage_phase_finds_random_layered_n100_at_0_8():
     assert first_computations_follow(g, ph.schedule, order) and sc.in_stage_class(g, ph.schedule)
 
 
+@pytest.mark.slow  # 10 s of CP-SAT; benchmarks/bench_remat_proofs.py runs this row (rl_n250:0.9, given) and more
 @pytest.mark.skipif(not N250.exists(), reason="../shared/data absent")
 def test_driver_finds_random_layered_n250_at_0_9():
     """`--order given --cap 1` on random_layered n250 at r = 0.9 (Moccasin's protocol): a
