@@ -556,17 +556,30 @@ def explain_fragmentation(failure: dict, trace=None) -> str:
 
 
 def replay_alloc(trace, ratio=None, *, budget=None, heuristic="dtr", allocator="best-fit", overhead_limit=2.0,
-                 seed=0, timeout=None, record=False, pin=(), evict_first=()):
+                 seed=0, timeout=None, record=False, pin=(), evict_first=(), engine="auto"):
     """:func:`replay` under an allocator model (``bytes``: the plain runtime). ``pin``:
     tensor ids pinned once computed; ``evict_first`` (address-aware only): tensor ids
-    whose storages are evicted first whenever an eviction is made (explanations)."""
+    whose storages are evicted first whenever an eviction is made (explanations).
+
+    ``engine`` as in :func:`replay`: 'auto' (default) replays with the compiled engine
+    (:mod:`.jit_runtime`: exactly :class:`AllocRuntime`'s decisions, figures, failure and
+    budget interval; docs/dtr.md, Allocators) when it supports the configuration (heuristic
+    dtr, msps or an ab-e* ablation under bytes, first-fit, best-fit or caching; no record,
+    pin or evict_first; an acyclic storage graph; integer costs) and the trace has at least
+    ``replay.JIT_MIN_COMMANDS`` commands; 'python' always uses :class:`AllocRuntime` (or
+    :class:`Runtime` for bytes); 'jit' requires the compiled engine (MemschedError if it
+    cannot replay this). With the compiled engine ``runtime`` is a
+    :class:`.jit_runtime.JitRun` (figures, ``frag_evictions``, ``eq_lo`` / ``eq_hi``; no
+    allocator object, no events)."""
     import time
 
-    from .replay import ReplayResult, budget_for, load_trace, trace_baseline
+    from .replay import JIT_MIN_COMMANDS, ReplayResult, budget_for, load_trace, trace_baseline
     from .runtime import canonical_heuristic
 
     if allocator not in ALLOCATORS:
         raise MemschedError(f"--allocator: expected one of {', '.join(ALLOCATORS)}, got {allocator!r}")
+    if engine not in ("auto", "python", "jit"):
+        raise MemschedError(f"replay: engine must be 'auto', 'python' or 'jit', got {engine!r}")
     tr = load_trace(trace)
     h = canonical_heuristic(heuristic)
     b = trace_baseline(tr)
@@ -577,18 +590,32 @@ def replay_alloc(trace, ratio=None, *, budget=None, heuristic="dtr", allocator="
     limit = b["baseline_compute"] * (overhead_limit - 1)
     t0 = time.perf_counter()
     check_heuristic_allocator(h, allocator)
-    kw = dict(remat_limit=limit, record=record, seed=seed, deadline=None if timeout is None else t0 + timeout,
-              pin_extra=pin)
-    if allocator == "bytes":
-        if evict_first:
-            raise MemschedError("evict_first needs an address-aware allocator")
-        rt = Runtime(tr, budget, h, **kw)
+    if allocator == "bytes" and evict_first:
+        raise MemschedError("evict_first needs an address-aware allocator")
+    deadline = None if timeout is None else t0 + timeout
+    res = None
+    if engine == "jit" or (engine == "auto" and len(tr.schedule) >= JIT_MIN_COMMANDS):
+        from . import jit_runtime
+
+        if jit_runtime.supported(h, record=record, pin_extra=pin, allocator=allocator, evict_first=evict_first):
+            res = jit_runtime.run(tr, budget, h, remat_limit=limit, deadline=deadline, allocator=allocator)
+        if res is None and engine == "jit":
+            raise MemschedError(f"replay: the compiled engine cannot replay {tr.path} with heuristic {h} under "
+                                f"allocator {allocator} here (numba "
+                                f"{'missing or disabled' if not jit_runtime.AVAILABLE else 'available'}; see "
+                                "docs/dtr.md, Allocators)")
+    if res is not None:
+        out, rt = res
     else:
-        rt = AllocRuntime(tr, budget, h, allocator=allocator, evict_first=evict_first, **kw)
-    try:
-        out = rt.run()
-    except TimeoutError:
-        out = "unresolved"
+        kw = dict(remat_limit=limit, record=record, seed=seed, deadline=deadline, pin_extra=pin)
+        if allocator == "bytes":
+            rt = Runtime(tr, budget, h, **kw)
+        else:
+            rt = AllocRuntime(tr, budget, h, allocator=allocator, evict_first=evict_first, **kw)
+        try:
+            out = rt.run()
+        except TimeoutError:
+            out = "unresolved"
     return ReplayResult(outcome=out, clock=rt.clock, peak=rt.peak, evictions=rt.evictions,
                         baseline_memory=b["baseline_memory"], baseline_compute=b["baseline_compute"],
                         budget=budget, wall_s=time.perf_counter() - t0, heuristic=h, ratio=ratio,

@@ -4,11 +4,14 @@
 decisions, for the configuration the sweeps use, in numba-compiled code (docs/dtr.md section 2,
 "Compiled replay engine"). Supported (:func:`supported`, :func:`trace_tables`): a heuristic of
 policy ``least`` whose state is the regions (``dtr``, ``msps``, ``ab-e-size-stale``,
-``ab-e-size``, ``ab-e-stale``, ``ab-e``), the eager runtime, byte counting, integer costs
-and sizes, an acyclic storage graph (:func:`.regions.storage_dag`), every operator issued
-once, no record mode, no ``pin_extra``, no workspace. Anything else, and any run that meets
-a value outside the exactly handled range, is replayed by the Python runtime instead
-(:func:`run` returns None; :func:`memsched.solvers.dtr.replay.replay` does this itself).
+``ab-e-size``, ``ab-e-stale``, ``ab-e``), the eager runtime, byte counting or an
+address-aware allocator (``first-fit``, ``best-fit``, ``caching``: the decisions of
+:class:`.allocator.AllocRuntime`), integer costs and sizes, an acyclic storage graph
+(:func:`.regions.storage_dag`), every operator issued once, no record mode, no
+``pin_extra``, no ``evict_first``, no workspace. Anything else (``coop`` included), and any
+run that meets a value outside the exactly handled range, is replayed by the Python runtime
+instead (:func:`run` returns None; :func:`memsched.solvers.dtr.replay.replay` and
+:func:`memsched.solvers.dtr.allocator.replay_alloc` do this themselves).
 
 What is compiled, and why it is the same replay:
 
@@ -37,6 +40,18 @@ What is compiled, and why it is the same replay:
   When a log's buffers are full, the closures of that direction are all dropped and the log
   is reset: a dropped closure is recomputed from the state when next read, which is what the
   cache guarantees a cached one equals (``Runtime(..., closure_cache=False)``).
+* Allocators (:class:`.allocator.AllocRuntime`): after the byte check, a block per output
+  (not an alias, > 0 bytes) in order; when one finds none, the blocks got are freed, one
+  storage is evicted by the same heuristic choice (an eviction for want of a block) and the
+  placement is tried again; with the pool empty the run fails with ``fragmentation``; an
+  output whose sibling is resident has its block freed at once; an evicted storage's block is
+  freed. The arena (first-fit, best-fit) keeps its free blocks as a sorted array (address,
+  size) with :class:`.allocator.Arena`'s scan, split and coalescing (next, then previous);
+  the caching allocator keeps each segment as a linked list of blocks in address order and
+  the free blocks as an unordered list (its best fit breaks every tie by segment id and
+  offset, so the order of the scan does not matter). Every comparison of a value with the
+  budget (the arena's top-block fit and best-fit choice, the caching segment reserve before
+  and after releasing the cached segments) is recorded as :meth:`.AllocRuntime._test` does.
 
 The state lives in numpy arrays, so a run is executed in chunks (a work budget per call)
 and the caller checks its deadline between chunks: a ``timeout`` gives outcome
@@ -86,8 +101,8 @@ NEVER = -(1 << 62)  # last access of a storage never accessed (Python: -inf)
 # ---------------------------------------------------------------- array layouts
 # per-storage fields, ST[field, dense storage]
 SIZE, COMP, MAT, RINT, REXT, PINNED, LAST, RCF, RCR, PPREV, PNEXT, INPOOL, HEADC, HEADP, CACHF, CACHR, VIF, VIR, \
-    MARK = range(19)
-NSTF = 19
+    MARK, BLK, BSZ = range(21)
+NSTF = 21
 # per-tensor fields, TI[field, tensor] (static) and TD[field, tensor] (dynamic)
 T_OP, T_ST, T_CADD, T_LAST, T_IDX = range(5)
 D_DEF, D_EX = range(2)
@@ -97,12 +112,16 @@ O_COST, O_TOTAL, O_ALO, O_AHI, O_RLO, O_RHI = range(6)
 (S_CLOCK, S_MEM, S_PEAK, S_EVICT, S_EAGER, S_MODEL, S_REMAT, S_RCOUNT, S_EQLO, S_EQHI, S_POS, S_DEPTH, S_K,
  S_PEND, S_PENDX, S_SP, S_PHEAD, S_PTAIL, S_PN, S_NEDGE, S_NCF, S_NCR, S_LOGF, S_LOGR, S_SNAPF, S_SNAPR, S_CHKF,
  S_CHKR, S_NBF, S_NBR, S_STATUS, S_FKIND, S_FOP, S_FREQ, S_FMEM, S_FSHORT, S_FCLOCK, S_FDEPTH, S_FPOS, S_FLB,
- S_FREMAT, S_ECHECKS, S_BUDGET, S_STAMP, S_OPSTAMP, S_UNDTOP, S_WORK, S_FLUSHES, S_BAIL) = range(49)
-NSC = 49
+ S_FREMAT, S_ECHECKS, S_BUDGET, S_STAMP, S_OPSTAMP, S_UNDTOP, S_WORK, S_FLUSHES, S_BAIL,
+ # the allocator (address-aware runs): evictions for want of a block, the arena's free-block count, the
+ # caching allocator's reserved total, next segment id, live segments, free blocks, node and slot stacks
+ S_FRAGEV, S_NF, S_RESV, S_NEXTSID, S_NLIVE, S_NFREEL, S_NODEHI, S_NODEREC, S_SEGHI, S_SEGREC) = range(59)
+NSC = 59
 # float scalars SF[...]
 F_LIMIT, F_ESNEXT, F_ESSTEP = range(3)
 # configuration CFG[...]
-C_DEN, C_FWDINT, C_EARLY, C_N, C_M, C_W, C_NSCHED, C_CAPR, C_CAPS, C_CAPC, C_CAPZ = range(11)
+C_DEN, C_FWDINT, C_EARLY, C_N, C_M, C_W, C_NSCHED, C_CAPR, C_CAPS, C_CAPC, C_CAPZ, C_ALLOC, C_CAPA, C_CAPN, \
+    C_CAPG = range(15)
 # frames FR[frame, field]
 FR_T, FR_REMAT, FR_PHASE, FR_I, FR_ULO, FR_UN, FR_WAIT = range(7)
 # row kinds of ROWS[kind, direction, storage, word]: closure frontier / interior, region
@@ -112,8 +131,15 @@ K_CF, K_CI, K_RF, K_RI = range(4)
 L_PART, L_X, L_KIND, L_SFLO, L_SFHI, L_SFOFF, L_SILO, L_SIHI, L_SIOFF, L_CLO, L_CHI = range(11)
 NLF = 11
 # statuses
-RUNNING, DONE, OOM, THRASH, EARLY, BAIL, YIELD = range(7)
-OUTCOMES = {DONE: "ok", OOM: "oom", THRASH: "remat_exceeded", EARLY: "thrash_or_oom"}
+RUNNING, DONE, OOM, THRASH, EARLY, BAIL, YIELD, FRAG = range(8)
+OUTCOMES = {DONE: "ok", OOM: "oom", THRASH: "remat_exceeded", EARLY: "thrash_or_oom", FRAG: "fragmentation"}
+# allocators (CFG[C_ALLOC]): byte counting, the arena's two policies, the caching allocator
+ALLOC_MODES = {"bytes": 0, "first-fit": 1, "best-fit": 2, "caching": 3}
+# caching allocator: segment fields CG[field, slot], block (node) fields CN[field, node], list rows of CL
+G_SID, G_SIZE, G_SMALL, G_NUSED, G_HEAD, G_LPOS = range(6)
+N_SLOT, N_OFF, N_SIZE, N_FREE, N_PREV, N_NEXT, N_FPOS = range(7)
+Q_FREEL, Q_LIVE, Q_NODEREC, Q_SEGREC = range(4)
+MIB = 1 << 20
 # bail-out reasons (the Python runtime replays the run)
 BAIL_RANGE, BAIL_INVARIANT, BAIL_STATE = 1, 2, 3
 
@@ -786,10 +812,382 @@ def _lower_bound(SCH, OPI, ARGS, TI, TD, SC, CFG, OPSEEN, LBS):
     return c
 
 
+# ---------------------------------------------------------------- allocators (AllocRuntime)
+# The budget is the allocator's capacity. Every comparison of a value with it goes through
+# _test, which records the value as AllocRuntime._test does (eq_lo / eq_hi). Return codes of
+# the allocation functions: a block (>= 0), -1 no block, -2 an array is full (the run bails
+# out and the Python runtime replays it; never seen with the capacities run() sets).
+@njit(cache=True, no_cpython_wrapper=True)
+def _test(SC, v):
+    """AllocRuntime._test: ``v > budget``, v recorded as a tested value."""
+    if v > SC[S_BUDGET]:
+        if v < SC[S_EQHI]:
+            SC[S_EQHI] = v
+        return True
+    if v > SC[S_EQLO]:
+        SC[S_EQLO] = v
+    return False
+
+
+@njit(cache=True, no_cpython_wrapper=True)
+def _arena_alloc(SC, CFG, AF, size):
+    """Arena.alloc: the free blocks are AF[0, :nf] (addresses, increasing) and AF[1, :nf]
+    (sizes); the top block (the last free block when it ends at the capacity) is reached
+    only through the recorded tests ``top + size > budget`` (fit) and, best-fit,
+    ``top + s > budget`` (smaller than the smallest lower fitting block of s bytes; ties go
+    to the lower block). The block's address, or -1."""
+    cap = SC[S_BUDGET]
+    nf = SC[S_NF]
+    if nf > 0 and AF[0, nf - 1] + AF[1, nf - 1] == cap:
+        top = AF[0, nf - 1]
+        n = nf - 1
+    else:
+        top = cap
+        n = nf
+    best = -1
+    bi = -1
+    if CFG[C_ALLOC] == 1:  # first-fit: the lowest lower block that fits, else the top block
+        for k in range(n):
+            if AF[1, k] >= size:
+                best = AF[0, k]
+                bi = k
+                break
+        if best == -1 and not _test(SC, top + size):
+            best = top
+            bi = n
+    else:  # best-fit: the smallest (lowest among equals), the top block when strictly smaller
+        bs = 0
+        for k in range(n):
+            s = AF[1, k]
+            if s >= size and (best == -1 or s < bs):
+                best = AF[0, k]
+                bs = s
+                bi = k
+        if not _test(SC, top + size) and (best == -1 or _test(SC, top + bs)):
+            best = top
+            bi = n
+    if best == -1:
+        return -1
+    s = AF[1, bi]
+    if s > size:  # split: the rest stays free in its place
+        AF[0, bi] = best + size
+        AF[1, bi] = s - size
+    else:
+        for k in range(bi, nf - 1):
+            AF[0, k] = AF[0, k + 1]
+            AF[1, k] = AF[1, k + 1]
+        SC[S_NF] = nf - 1
+    return best
+
+
+@njit(cache=True, no_cpython_wrapper=True)
+def _arena_free(SC, CFG, AF, addr, size):
+    """Arena.free: coalesce with the next free block, then with the previous one. False when
+    the free-block array is full."""
+    nf = SC[S_NF]
+    lo = 0
+    hi = nf
+    while lo < hi:  # bisect_left
+        mid = (lo + hi) >> 1
+        if AF[0, mid] < addr:
+            lo = mid + 1
+        else:
+            hi = mid
+    i = lo
+    nxt = i < nf and AF[0, i] == addr + size
+    prv = i > 0 and AF[0, i - 1] + AF[1, i - 1] == addr
+    if nxt and prv:
+        AF[1, i - 1] += size + AF[1, i]
+        for k in range(i, nf - 1):
+            AF[0, k] = AF[0, k + 1]
+            AF[1, k] = AF[1, k + 1]
+        SC[S_NF] = nf - 1
+    elif nxt:
+        AF[0, i] = addr
+        AF[1, i] += size
+    elif prv:
+        AF[1, i - 1] += size
+    else:
+        if nf >= CFG[C_CAPA]:
+            return False
+        for k in range(nf, i, -1):
+            AF[0, k] = AF[0, k - 1]
+            AF[1, k] = AF[1, k - 1]
+        AF[0, i] = addr
+        AF[1, i] = size
+        SC[S_NF] = nf + 1
+    return True
+
+
+@njit(cache=True, no_cpython_wrapper=True)
+def _freel_add(SC, CN, CL, n):
+    k = SC[S_NFREEL]
+    CL[Q_FREEL, k] = n
+    CN[N_FPOS, n] = k
+    SC[S_NFREEL] = k + 1
+
+
+@njit(cache=True, no_cpython_wrapper=True)
+def _freel_remove(SC, CN, CL, n):
+    k = CN[N_FPOS, n]
+    last = SC[S_NFREEL] - 1
+    q = CL[Q_FREEL, last]
+    CL[Q_FREEL, k] = q
+    CN[N_FPOS, q] = k
+    CN[N_FPOS, n] = -1
+    SC[S_NFREEL] = last
+
+
+@njit(cache=True, no_cpython_wrapper=True)
+def _node_new(SC, CFG, CL):
+    """A block record (recycled first); -2 when none is left."""
+    if SC[S_NODEREC] > 0:
+        SC[S_NODEREC] -= 1
+        return CL[Q_NODEREC, SC[S_NODEREC]]
+    n = SC[S_NODEHI]
+    if n >= CFG[C_CAPN]:
+        return -2
+    SC[S_NODEHI] = n + 1
+    return n
+
+
+@njit(cache=True, no_cpython_wrapper=True)
+def _node_drop(SC, CL, n):
+    CL[Q_NODEREC, SC[S_NODEREC]] = n
+    SC[S_NODEREC] += 1
+
+
+@njit(cache=True, no_cpython_wrapper=True)
+def _release_cached(SC, CN, CG, CL):
+    """CachingAllocator.release_cached: every segment without a used block is released (it
+    is one free block then: frees coalesce). False if not (never: the invariant)."""
+    for i in range(SC[S_NLIVE] - 1, -1, -1):  # swap-removal from the end: each slot seen once
+        g = CL[Q_LIVE, i]
+        if CG[G_NUSED, g] != 0:
+            continue
+        n = CG[G_HEAD, g]
+        if CN[N_NEXT, n] != -1 or CN[N_FREE, n] == 0:
+            return False
+        SC[S_RESV] -= CG[G_SIZE, g]
+        _freel_remove(SC, CN, CL, n)
+        _node_drop(SC, CL, n)
+        last = SC[S_NLIVE] - 1
+        q = CL[Q_LIVE, last]
+        CL[Q_LIVE, i] = q
+        CG[G_LPOS, q] = i
+        SC[S_NLIVE] = last
+        CL[Q_SEGREC, SC[S_SEGREC]] = g
+        SC[S_SEGREC] += 1
+    return True
+
+
+@njit(cache=True, no_cpython_wrapper=True)
+def _caching_alloc(SC, CFG, CN, CG, CL, size):
+    """CachingAllocator.alloc: the request rounded up to 512 B; the smallest cached free
+    block of its pool that holds it (ties: lower segment id, then lower offset; the free
+    blocks' order does not matter); else a new segment if ``reserved + segment <= budget``,
+    else every fully free segment released and the test made again (both recorded); the
+    block split when the rest is >= 512 B (small pool) or > 1 MiB (large pool). The block
+    record, -1, or -2 (arrays full)."""
+    size = max(512, ((size + 511) // 512) * 512)
+    small = 1 if size <= MIB else 0
+    best = -1
+    bs = 0
+    bsid = 0
+    boff = 0
+    for k in range(SC[S_NFREEL]):
+        n = CL[Q_FREEL, k]
+        g = CN[N_SLOT, n]
+        if CG[G_SMALL, g] != small:
+            continue
+        s = CN[N_SIZE, n]
+        if s < size:
+            continue
+        sid = CG[G_SID, g]
+        off = CN[N_OFF, n]
+        if best == -1 or s < bs or (s == bs and (sid < bsid or (sid == bsid and off < boff))):
+            best, bs, bsid, boff = n, s, sid, off
+    if best == -1:
+        if small:
+            ss = 2 * MIB
+        elif size < 10 * MIB:
+            ss = 20 * MIB
+        else:
+            ss = ((size + 2 * MIB - 1) // (2 * MIB)) * (2 * MIB)
+        if _test(SC, SC[S_RESV] + ss):
+            if not _release_cached(SC, CN, CG, CL):
+                return -2
+            if _test(SC, SC[S_RESV] + ss):
+                return -1
+        if SC[S_SEGREC] > 0:
+            SC[S_SEGREC] -= 1
+            g = CL[Q_SEGREC, SC[S_SEGREC]]
+        elif SC[S_SEGHI] < CFG[C_CAPG]:
+            g = SC[S_SEGHI]
+            SC[S_SEGHI] = g + 1
+        else:
+            return -2
+        n = _node_new(SC, CFG, CL)
+        if n < 0:
+            return -2
+        CG[G_SID, g] = SC[S_NEXTSID]
+        SC[S_NEXTSID] += 1
+        CG[G_SIZE, g] = ss
+        CG[G_SMALL, g] = small
+        CG[G_NUSED, g] = 0
+        CG[G_HEAD, g] = n
+        CG[G_LPOS, g] = SC[S_NLIVE]
+        CL[Q_LIVE, SC[S_NLIVE]] = g
+        SC[S_NLIVE] += 1
+        CN[N_SLOT, n] = g
+        CN[N_OFF, n] = 0
+        CN[N_SIZE, n] = ss
+        CN[N_FREE, n] = 1
+        CN[N_PREV, n] = -1
+        CN[N_NEXT, n] = -1
+        _freel_add(SC, CN, CL, n)
+        SC[S_RESV] += ss
+        best = n
+    _freel_remove(SC, CN, CL, best)
+    CN[N_FREE, best] = 0
+    g = CN[N_SLOT, best]
+    rem = CN[N_SIZE, best] - size
+    if (rem >= 512) if small else (rem > MIB):
+        q = _node_new(SC, CFG, CL)
+        if q < 0:
+            return -2
+        nx = CN[N_NEXT, best]
+        CN[N_SLOT, q] = g
+        CN[N_OFF, q] = CN[N_OFF, best] + size
+        CN[N_SIZE, q] = rem
+        CN[N_FREE, q] = 1
+        CN[N_PREV, q] = best
+        CN[N_NEXT, q] = nx
+        if nx != -1:
+            CN[N_PREV, nx] = q
+        CN[N_NEXT, best] = q
+        CN[N_SIZE, best] = size
+        _freel_add(SC, CN, CL, q)
+    CG[G_NUSED, g] += 1
+    return best
+
+
+@njit(cache=True, no_cpython_wrapper=True)
+def _caching_free(SC, CN, CG, CL, n):
+    """CachingAllocator.free: the block coalesces with the next block of its segment, then
+    with the previous one, when free (a segment is tiled by its blocks in address order)."""
+    g = CN[N_SLOT, n]
+    CG[G_NUSED, g] -= 1
+    CN[N_FREE, n] = 1
+    nx = CN[N_NEXT, n]
+    if nx != -1 and CN[N_FREE, nx]:
+        CN[N_SIZE, n] += CN[N_SIZE, nx]
+        _freel_remove(SC, CN, CL, nx)
+        nn = CN[N_NEXT, nx]
+        CN[N_NEXT, n] = nn
+        if nn != -1:
+            CN[N_PREV, nn] = n
+        _node_drop(SC, CL, nx)
+    pv = CN[N_PREV, n]
+    if pv != -1 and CN[N_FREE, pv]:
+        CN[N_SIZE, pv] += CN[N_SIZE, n]
+        nn = CN[N_NEXT, n]
+        CN[N_NEXT, pv] = nn
+        if nn != -1:
+            CN[N_PREV, nn] = pv
+        _node_drop(SC, CL, n)
+    else:
+        _freel_add(SC, CN, CL, n)
+
+
+@njit(cache=True, no_cpython_wrapper=True)
+def _block_alloc(SC, CFG, AF, CN, CG, CL, size):
+    if CFG[C_ALLOC] == 3:
+        return _caching_alloc(SC, CFG, CN, CG, CL, size)
+    return _arena_alloc(SC, CFG, AF, size)
+
+
+@njit(cache=True, no_cpython_wrapper=True)
+def _block_free(SC, CFG, AF, CN, CG, CL, b, size):
+    """Free block b (an arena address of ``size`` bytes, or a caching block record); False
+    when an array is full."""
+    if CFG[C_ALLOC] == 3:
+        _caching_free(SC, CN, CG, CL, b)
+        return True
+    return _arena_free(SC, CFG, AF, b, size)
+
+
+@njit(cache=True, no_cpython_wrapper=True)
+def _evict_storage(ST, SC, CFG, ROWS, RLO, RHI, WTAB, EDG, LR, LS, LC, LZ, STK, STKE, POST, OWN, STT0, STT, TD, AF,
+                   CN, CG, CL, s):
+    """AllocRuntime._evict: s's block (if any) freed, then Runtime._evict. 0, or a bail-out
+    reason."""
+    b = ST[BLK, s]
+    if b != -1:
+        ST[BLK, s] = -1
+        if not _block_free(SC, CFG, AF, CN, CG, CL, b, ST[BSZ, s]):
+            return BAIL_STATE
+    if not _evict(ST, SC, CFG, ROWS, RLO, RHI, WTAB, EDG, LR, LS, LC, LZ, STK, STKE, POST, OWN, STT0, STT, TD, s):
+        return BAIL_INVARIANT
+    return 0
+
+
+@njit(cache=True, no_cpython_wrapper=True)
+def _place(ST, SC, CFG, ROWS, RLO, RHI, WTAB, EDG, LR, LS, LC, LZ, STK, STKE, POST, OWN, STT0, STT, TD, AF, CN, CG,
+           CL, GOT, RESI, op, rlo, rhi):
+    """AllocRuntime._place: a block per output (not an alias, > 0 bytes), in order; when one
+    finds none, the blocks got so far are freed and the heuristic evicts one storage (an
+    eviction for want of a block) before the whole placement is tried again; with the pool
+    empty the run fails with ``fragmentation``. The blocks are GOT[i - rlo] (-1: none).
+    Returns 0, FRAG or BAIL."""
+    while True:
+        failed = -1
+        last = rhi
+        for i in range(rlo, rhi):
+            size = RESI[2, i]
+            if size <= 0 or RESI[1, i] != -1:
+                GOT[i - rlo] = -1
+                continue
+            b = _block_alloc(SC, CFG, AF, CN, CG, CL, size)
+            if b == -2:
+                SC[S_BAIL] = BAIL_STATE
+                return BAIL
+            if b == -1:
+                failed = size
+                last = i
+                break
+            GOT[i - rlo] = b
+        if failed == -1:
+            return 0
+        for i in range(rlo, last):
+            b = GOT[i - rlo]
+            if b >= 0 and not _block_free(SC, CFG, AF, CN, CG, CL, b, RESI[2, i]):
+                SC[S_BAIL] = BAIL_STATE
+                return BAIL
+        if SC[S_PN] == 0:
+            SC[S_FKIND] = FRAG
+            SC[S_FOP] = op
+            SC[S_FREQ] = failed
+            SC[S_FMEM] = SC[S_MEM]
+            SC[S_FCLOCK] = SC[S_CLOCK]
+            SC[S_FPOS] = SC[S_POS]
+            return FRAG
+        SC[S_FRAGEV] += 1
+        s = _choose(ST, SC, CFG)
+        if s < 0:
+            SC[S_BAIL] = BAIL_RANGE
+            return BAIL
+        why = _evict_storage(ST, SC, CFG, ROWS, RLO, RHI, WTAB, EDG, LR, LS, LC, LZ, STK, STKE, POST, OWN, STT0, STT,
+                             TD, AF, CN, CG, CL, s)
+        if why != 0:
+            SC[S_BAIL] = why
+            return BAIL
+
+
 # ---------------------------------------------------------------- the engine
 @njit(cache=True)
 def _engine(SCH, OPI, ARGS, RESI, TI, STT0, STT, CFG, TD, ST, SC, SF, EDG, FR, UND, ROWS, RLO, RHI, WTAB, LR, LS, LC,
-            LZ, STK, STKE, POST, OWN, RST, OPSEEN, LBS, work_limit):
+            LZ, STK, STKE, POST, OWN, RST, OPSEEN, LBS, AF, CN, CG, CL, GOT, work_limit):
     """Run commands until the schedule ends, the run fails or bails out, or ``work_limit``
     computes were done (YIELD: call again to go on; the whole state is in the arrays, the
     materialization recursion included, as a stack of frames)."""
@@ -892,9 +1290,10 @@ def _engine(SCH, OPI, ARGS, RESI, TI, STT0, STT, CFG, TD, ST, SC, SF, EDG, FR, U
                     if s < 0:
                         SC[S_BAIL] = BAIL_RANGE
                         return BAIL
-                    if not _evict(ST, SC, CFG, ROWS, RLO, RHI, WTAB, EDG, LR, LS, LC, LZ, STK, STKE, POST, OWN, STT0,
-                                  STT, TD, s):
-                        SC[S_BAIL] = BAIL_INVARIANT
+                    why = _evict_storage(ST, SC, CFG, ROWS, RLO, RHI, WTAB, EDG, LR, LS, LC, LZ, STK, STKE, POST, OWN,
+                                         STT0, STT, TD, AF, CN, CG, CL, s)
+                    if why != 0:
+                        SC[S_BAIL] = why
                         return BAIL
                 if over < SC[S_EQHI]:
                     SC[S_EQHI] = over
@@ -902,11 +1301,35 @@ def _engine(SCH, OPI, ARGS, RESI, TI, STT0, STT, CFG, TD, ST, SC, SF, EDG, FR, U
                     SC[S_EQLO] = v
             elif v > SC[S_EQLO]:
                 SC[S_EQLO] = v
+            rlo = OPI[O_RLO, op]
+            rhi = OPI[O_RHI, op]
+            if CFG[C_ALLOC] != 0:
+                # AllocRuntime._compute: the outputs' blocks (may evict for want of one); an
+                # output whose sibling is resident after that is a duplicate: its block is
+                # freed at once, the others' storages own theirs
+                st = _place(ST, SC, CFG, ROWS, RLO, RHI, WTAB, EDG, LR, LS, LC, LZ, STK, STKE, POST, OWN, STT0, STT, TD,
+                            AF, CN, CG, CL, GOT, RESI, op, rlo, rhi)
+                if st != 0:
+                    return st
+                for i in range(rlo, rhi):
+                    b = GOT[i - rlo]
+                    if b < 0:
+                        continue
+                    u = RESI[0, i]
+                    if u != t and TD[D_DEF, u]:
+                        if not _block_free(SC, CFG, AF, CN, CG, CL, b, RESI[2, i]):
+                            SC[S_BAIL] = BAIL_STATE
+                            return BAIL
+                    else:
+                        d = TI[T_ST, u]
+                        if ST[BLK, d] != -1:  # a resident storage would get a second block
+                            SC[S_BAIL] = BAIL_STATE
+                            return BAIL
+                        ST[BLK, d] = b
+                        ST[BSZ, d] = RESI[2, i]
             # Runtime._compute: the newly material storages (siblings first, then t's), as
             # of before the compute
             remat = FR[f, FR_REMAT]
-            rlo = OPI[O_RLO, op]
-            rhi = OPI[O_RHI, op]
             nrst = 0
             if rhi - rlo > 1:
                 for i in range(rlo, rhi):
@@ -1077,9 +1500,10 @@ def _engine(SCH, OPI, ARGS, RESI, TI, STT0, STT, CFG, TD, ST, SC, SF, EDG, FR, U
             ST[REXT, s] -= 1
             if ST[REXT, s] == 0 and ST[MAT, s] and not ST[PINNED, s]:
                 SC[S_EAGER] += 1
-                if not _evict(ST, SC, CFG, ROWS, RLO, RHI, WTAB, EDG, LR, LS, LC, LZ, STK, STKE, POST, OWN, STT0, STT,
-                              TD, s):
-                    SC[S_BAIL] = BAIL_INVARIANT
+                why = _evict_storage(ST, SC, CFG, ROWS, RLO, RHI, WTAB, EDG, LR, LS, LC, LZ, STK, STKE, POST, OWN, STT0,
+                                     STT, TD, AF, CN, CG, CL, s)
+                if why != 0:
+                    SC[S_BAIL] = why
                     return BAIL
             SC[S_K] = k + 1
         elif kind == GET:
@@ -1102,11 +1526,13 @@ def _engine(SCH, OPI, ARGS, RESI, TI, STT0, STT, CFG, TD, ST, SC, SF, EDG, FR, U
 
 
 # ---------------------------------------------------------------- Python side
-def supported(heuristic: str, *, eager: bool = True, record: bool = False, pin_extra=(), workspace=None) -> bool:
+def supported(heuristic: str, *, eager: bool = True, record: bool = False, pin_extra=(), workspace=None,
+              allocator: str = "bytes", evict_first=()) -> bool:
     """Whether the engine replays this configuration (the trace is checked by
-    :func:`trace_tables`)."""
+    :func:`trace_tables`): ``allocator`` 'bytes' (:class:`.runtime.Runtime`) or 'first-fit',
+    'best-fit', 'caching' (:class:`.allocator.AllocRuntime`, without ``evict_first``)."""
     return (AVAILABLE and heuristic in SUPPORTED_HEURISTICS and eager and not record and not pin_extra
-            and workspace is None)
+            and workspace is None and allocator in ALLOC_MODES and not evict_first)
 
 
 def trace_tables(trace):
@@ -1206,15 +1632,21 @@ class JitRun:
     """The figures of a compiled replay, with the attribute names of :class:`.runtime.Runtime`
     that results are read from (``clock``, ``peak``, ``evictions``, ``eager_evictions``,
     ``remat_compute``, ``model_compute``, ``remat_count``, ``failure``, ``eq_lo``, ``eq_hi``,
-    ``pos``, ``early_checks``, ``trace``, ``budget``, ``h``). Not a runtime: no events, no
-    forks; replay with the Python engine for those."""
+    ``pos``, ``early_checks``, ``trace``, ``budget``, ``h``) and, under an allocator, of
+    :class:`.allocator.AllocRuntime` (``allocator``, ``frag_evictions``, ``windows``). Not a
+    runtime: no events, no forks, no allocator object; replay with the Python engine for
+    those."""
 
     engine = "jit"
 
-    def __init__(self, trace, budget, h, remat_limit):
+    def __init__(self, trace, budget, h, remat_limit, allocator="bytes"):
         self.trace, self.budget, self.h, self.remat_limit = trace, budget, h, remat_limit
+        self.allocator = allocator
+        self.address_aware = allocator != "bytes"
         self.failure = None
         self.flushes = 0
+        self.frag_evictions = 0  # AllocRuntime's figures (0 under byte counting)
+        self.windows = 0
 
     def summary(self) -> dict:
         return {"clock": self.clock, "peak": self.peak, "evictions": self.evictions,
@@ -1229,18 +1661,23 @@ MAX_ROW_BYTES = 1 << 30  # regions and closures as bitsets: 8 rows x m storages 
 
 
 def run(trace, budget: int, heuristic: str, *, remat_limit=math.inf, early_stop: bool = False,
-        deadline: float | None = None, caps: dict | None = None, chunk: int = 1024):
+        deadline: float | None = None, caps: dict | None = None, chunk: int = 1024, allocator: str = "bytes"):
     """Replay ``trace`` under ``budget`` with the compiled engine.
+
+    ``allocator``: 'bytes' makes :class:`.runtime.Runtime`'s replay; 'first-fit', 'best-fit'
+    or 'caching' makes :class:`.allocator.AllocRuntime`'s (the same heuristic, a block per
+    output, evictions for want of a block, outcome 'fragmentation', every budget comparison
+    of the allocator recorded in the interval).
 
     Returns
     -------
     (outcome, JitRun) or None
-        outcome 'ok', 'oom', 'remat_exceeded', 'thrash_or_oom', or 'unresolved' past
-        ``deadline`` (a ``time.perf_counter()`` value); None when the configuration or the
-        trace is not supported, or the run met a value outside the exactly handled range
-        (replay it with :class:`.runtime.Runtime`; nothing was changed).
+        outcome 'ok', 'oom', 'remat_exceeded', 'thrash_or_oom', 'fragmentation', or
+        'unresolved' past ``deadline`` (a ``time.perf_counter()`` value); None when the
+        configuration or the trace is not supported, or the run met a value outside the
+        exactly handled range (replay it with the Python runtime; nothing was changed).
     """
-    if not supported(heuristic):
+    if not supported(heuristic, allocator=allocator):
         return None
     tab = trace_tables(trace)
     if tab is None:
@@ -1255,11 +1692,22 @@ def run(trace, budget: int, heuristic: str, *, remat_limit=math.inf, early_stop:
         return None
     den, fwd = SUPPORTED_HEURISTICS[heuristic]
     cp = dict(CAPS, **(caps or {}))
+    mode = ALLOC_MODES[allocator]
+    # allocator capacities: an arena has at most one free block more than used blocks (frees
+    # coalesce), and at most m + max_res blocks are used (a block per resident storage and
+    # per output being placed); a caching segment has at most 2 u + 1 blocks for u used ones,
+    # and at most budget / 2 MiB segments are reserved (reserved <= budget)
+    used = m + tab["max_res"] + 2
+    cap_a = used + 2 if mode in (1, 2) else 1
+    cap_g = max(0, budget) // (2 * MIB) + 2 if mode == 3 else 1
+    if cap_g > 1 << 24:
+        return None
+    cap_n = 2 * used + cap_g + 2 if mode == 3 else 1
     CFG = np.array([den, fwd, int(early_stop), n, m, W, len(trace.schedule), cp["records"], cp["snapshot_words"],
-                    cp["checks"], cp["check_storages"]], dtype=np.int64)
+                    cp["checks"], cp["check_storages"], mode, cap_a, cap_n, cap_g], dtype=np.int64)
     TD = np.zeros((2, n), dtype=np.int64)
     ST = np.zeros((NSTF, m), dtype=np.int64)
-    for f in (PPREV, PNEXT, HEADC, HEADP):
+    for f in (PPREV, PNEXT, HEADC, HEADP, BLK):
         ST[f].fill(-1)
     ST[LAST].fill(NEVER)
     SC = np.zeros(NSC, dtype=np.int64)
@@ -1267,6 +1715,14 @@ def run(trace, budget: int, heuristic: str, *, remat_limit=math.inf, early_stop:
     SC[S_EQHI] = I64MAX
     SC[S_PHEAD] = SC[S_PTAIL] = -1
     SC[S_BUDGET] = budget
+    AF = np.zeros((2, cap_a), dtype=np.int64)  # the arena's free blocks
+    if mode in (1, 2) and budget > 0:
+        AF[1, 0] = budget
+        SC[S_NF] = 1
+    CN = np.zeros((7, cap_n), dtype=np.int64)  # caching: blocks
+    CG = np.zeros((6, cap_g), dtype=np.int64)  # caching: segments
+    CL = np.zeros((4, max(cap_n, cap_g)), dtype=np.int64)  # caching: free blocks, live segments, stacks
+    GOT = np.zeros(tab["max_res"] + 1, dtype=np.int64)
     SF = np.zeros(3, dtype=np.float64)
     SF[F_LIMIT] = lim
     SF[F_ESNEXT] = math.inf
@@ -1295,11 +1751,11 @@ def run(trace, budget: int, heuristic: str, *, remat_limit=math.inf, early_stop:
     OPSEEN = np.zeros(len(trace.ops) + 1, dtype=np.int64)
     LBS = np.zeros(n + tab["n_args"] + 1, dtype=np.int64)
     if deadline is not None and time.perf_counter() > deadline:
-        return "unresolved", _unresolved(trace, budget, heuristic, remat_limit)
+        return "unresolved", _unresolved(trace, budget, heuristic, remat_limit, allocator)
     work = chunk if deadline is not None else (1 << 62)
     args = (tab["SCH"], tab["OPI"], tab["ARGS"], tab["RESI"], tab["TI"], tab["STT0"], tab["STT"], CFG, TD, ST, SC,
             SF, EDG, FR, UND, ROWS, RLO, RHI, WTAB, LR, LS, LC, LZ, STK, STKE, POST, OWN, RST, OPSEEN,
-            LBS)
+            LBS, AF, CN, CG, CL, GOT)
     while True:
         status = _engine(*args, work)
         if status != YIELD:
@@ -1309,15 +1765,56 @@ def run(trace, budget: int, heuristic: str, *, remat_limit=math.inf, early_stop:
             break
     if status == BAIL:
         return None
-    r = JitRun(trace, budget, heuristic, remat_limit)
+    r = JitRun(trace, budget, heuristic, remat_limit, allocator)
     _fill(r, SC, status, remat_limit, tab)
     r.flushes = int(SC[S_FLUSHES])
+    r.frag_evictions = int(SC[S_FRAGEV])
+    if status == FRAG:
+        r.failure = _fragmentation(trace, tab, allocator, SC, ST, AF, CN, CG, CL)
     return ("unresolved" if status == -1 else OUTCOMES[status]), r
 
 
-def _unresolved(trace, budget, h, remat_limit):
+def _fragmentation(trace, tab, allocator, SC, ST, AF, CN, CG, CL) -> dict:
+    """AllocRuntime._record_fragmentation's failure from the engine's arrays: the missing
+    block, the free total and largest free block, the layout with the owning storages (every
+    used block is a resident storage's here: the blocks placed for the operator were freed)."""
+    g = lambda i: int(SC[i])  # noqa: E731
+    budget = g(S_BUDGET)
+    d2s = tab["d2s"]
+    owned = [d for d in range(tab["m"]) if ST[BLK, d] != -1]
+    if allocator == "caching":
+        owner = {int(ST[BLK, d]): int(d2s[d]) for d in owned}
+        lay, free = [], []
+        for i in range(g(S_NLIVE)):
+            seg = int(CL[Q_LIVE, i])
+            n = int(CG[G_HEAD, seg])
+            while n != -1:
+                e = [int(CG[G_SID, seg]), int(CN[N_OFF, n]), int(CN[N_SIZE, n])]
+                if CN[N_FREE, n]:
+                    free.append(e[2])
+                    lay.append(e + ["free", None])
+                else:
+                    lay.append(e + ["used", owner.get(n)])
+                n = int(CN[N_NEXT, n])
+        lay.sort(key=lambda e: tuple(e[:4]))
+        rest = budget - g(S_RESV)
+        free_total, largest = rest + sum(free), max(max(free, default=0), rest)
+    else:
+        nf = g(S_NF)
+        free = [[int(AF[0, k]), int(AF[1, k]), "free", None] for k in range(nf)]
+        lay = sorted(free + [[int(ST[BLK, d]), int(ST[BSZ, d]), "used", int(d2s[d])] for d in owned],
+                     key=lambda e: tuple(e[:3]))
+        free_total, largest = sum(e[1] for e in free), max((e[1] for e in free), default=0)
+    op = g(S_FOP)
+    return {"kind": "fragmentation", "op": op, "allocator": allocator, "requested": g(S_FREQ),
+            "request_sizes": list(trace.ops[op].sizes), "memory": g(S_FMEM), "budget": budget,
+            "free_total": free_total, "largest_free": largest, "clock": g(S_FCLOCK), "pos": g(S_FPOS),
+            "layout": lay, "evictable_bytes": 0}
+
+
+def _unresolved(trace, budget, h, remat_limit, allocator="bytes"):
     """A run stopped at its deadline before its first command."""
-    r = JitRun(trace, budget, h, remat_limit)
+    r = JitRun(trace, budget, h, remat_limit, allocator)
     r.clock, r.peak, r.evictions, r.eager_evictions = 1, 0, 0, 0
     r.remat_compute = r.model_compute = r.remat_count = r.memory = r.pos = r.depth = r.early_checks = 0
     r.eq_lo, r.eq_hi = 0, math.inf
