@@ -225,7 +225,7 @@ SHARED_MODES = ["first-fit/dtr", "best-fit/dtr", "caching/dtr"]
 # byte counting's smallest feasible ratio and holes from section 62's full dense scans (dtr, the same
 # 0.1-1.0 1e-4 protocol, early stop on, which changes no feasibility); used for `vs bytes` where this
 # run has no bytes/dtr row of its own (LSTM's scan there did not finish)
-BYTES_62 = {"resnet32": (0.1466, 1), "transformer": (0.1594, 2), "treelstm": (0.1087, 11)}
+BYTES_62 = {"resnet32": (0.1466, 1), "transformer": (0.1594, 2), "treelstm": (0.1087, 11), "lstm": (0.1737, 114)}
 _VER: dict = {}
 
 
@@ -244,7 +244,8 @@ def _ver_init(path: str) -> None:
 
 
 def _ver_one(ratio: float, h: str, alloc: str):
-    r = replay_alloc(_VER["tr"], ratio, heuristic=h, allocator=alloc)
+    # the Python runtime (AllocRuntime, engine='python'): independent of the compiled engine the sweep used
+    r = replay_alloc(_VER["tr"], ratio, heuristic=h, allocator=alloc, engine="python")
     return ratio, (r.outcome, r.clock, r.peak, r.evictions)
 
 
@@ -304,6 +305,57 @@ def shared_widths(traces: str, modes: list[str], ratios: list[float]) -> None:
                                    f"{','.join(f'{r:g}' for r in ratios)}"})
 
 
+def _jit_key(r):
+    rt = r.runtime
+    return (r.outcome, r.clock, r.peak, r.evictions, r.eager_evictions, getattr(rt, "frag_evictions", 0),
+            r.remat_compute, r.recomputations, r.failure, rt.eq_lo, rt.eq_hi)
+
+
+def jit_side(traces: str, modes: list[str], ratios: list[float]) -> None:
+    """Python (``AllocRuntime``, engine='python') vs compiled (engine='jit') replays of the same
+    (trace, mode, ratio), overhead limit 2, in one process, order Python, compiled, compiled,
+    Python per ratio; every pair compared (outcome, clock, peak, evictions, eager evictions,
+    evictions for want of a block, remat compute, recomputations, the whole failure, eq_lo,
+    eq_hi): the run stops on a difference."""
+    from memsched.solvers.dtr import jit_runtime
+    from memsched.solvers.dtr.replay import trace_baseline
+
+    warm = jit_runtime.warm()
+    for name in traces.split(","):
+        tr = load_trace(trace_path(name))
+        trace_baseline(tr)
+        jit_runtime.trace_tables(tr)
+        for mode in modes:
+            alloc, h = mode.split("/")
+            la = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+            tp = tj = 0.0
+            per, outs = [], []
+            for ratio in ratios:
+                res, wp, wj = {}, 0.0, 0.0
+                for side in ("python", "jit", "jit", "python"):
+                    r = replay_alloc(tr, ratio, heuristic=h, allocator=alloc, engine=side)
+                    k = _jit_key(r)
+                    assert res.setdefault(side, k) == k, (name, mode, ratio, side)
+                    if side == "jit":
+                        wj += r.wall_s
+                    else:
+                        wp += r.wall_s
+                assert res["python"] == res["jit"], (name, mode, ratio, "compiled != Python")
+                tp += wp / 2
+                tj += wj / 2
+                per.append(wp / wj)
+                outs.append(res["jit"][0])
+            row = {"trace": name, "mode": mode, "ratios": ratios,
+                   "outcomes": {o: outs.count(o) for o in sorted(set(outs))},
+                   "python_s": tp, "jit_s": tj, "per": [min(per), statistics.median(per), max(per)], "load": la,
+                   "warm_s": warm, "identical": True,
+                   "cmd": f"--jit-side {traces} --shared-modes {','.join(modes)} --side-ratios "
+                          f"{','.join(f'{x:g}' for x in ratios)}"}
+            print(f"jit side {name} {mode}: Python {tp:.2f} s, compiled {tj:.3f} s, {tp / tj:.1f}x, {row['outcomes']}",
+                  flush=True)
+            _put("jit_side", row)
+
+
 def shared_scans(entries: str, modes: list[str], cap: float, jobs: int, verify: int, verify_cap: float) -> None:
     """Full dense 0.1-1.0 scans at 1e-4 (repeats 3, interval sharing; no early stop, which the
     address-aware runtime does not have) in bench_dtr_dense.py's capped local pool, then random
@@ -341,6 +393,11 @@ def shared_scans(entries: str, modes: list[str], cap: float, jobs: int, verify: 
             r = e.partial[0]
             finished = False
         w = time.perf_counter() - t0
+        from memsched.solvers.dtr import jit_runtime
+        from memsched.solvers.dtr.replay import JIT_MIN_COMMANDS
+
+        engine = ("compiled" if jit_runtime.supported(h, allocator=alloc) and jit_runtime.trace_tables(tr) is not None
+                  and len(tr.schedule) >= JIT_MIN_COMMANDS else "Python")
         pts = [p for p in r.points if p.outcome in ("ok", "oom", "remat_exceeded", "fragmentation")]
         pts = rng.sample(pts, min(verify, len(pts)))
         by = {p.ratio: p for p in pts}
@@ -366,7 +423,7 @@ def shared_scans(entries: str, modes: list[str], cap: float, jobs: int, verify: 
                "derived": r.derived, "repeat_derived": r.repeat_derived, "min_feasible": r.min_feasible(),
                "holes": holes, "frag_samples": sum(1 for p in r.points if p.outcome == "fragmentation"),
                "outcomes": {o: sum(1 for p in r.points if p.outcome == o) for o in sorted({p.outcome for p in r.points})},
-               "verified": checked, "verify_s": tv, "jobs": jobs,
+               "verified": checked, "verify_s": tv, "jobs": jobs, "engine": engine,
                "cmd": f"--shared-scans {name}:{mode}:{cap_:g} --jobs {jobs} --verify {verify} --verify-cap {verify_cap:g}"}
         print(f"scan {name} {mode}: {'finished' if finished else 'capped'} {w:.0f} s, {len(r.points)} samples, "
               f"{r.replays} replays, {r.derived} derived, min feasible {r.min_feasible()}, {len(holes)} holes, "
@@ -398,6 +455,27 @@ def shared_tables() -> list[str]:
                      f"{x['off_replays']} | {x['off_s']:.1f} | {x['on_replays']} | {x['on_derived']} | "
                      f"{x['on_s']:.1f} | {x['off_s'] / x['on_s']:.1f}x | {'yes' if x['equal'] else 'NO'} | "
                      f"{x['load']:.1f} |")
+    if d.get("jit_side"):
+        x0 = d["jit_side"][0]
+        L += ["", "#### Compiled engine vs Python under allocators, side by side", "",
+              "The same replays with the Python runtime (`AllocRuntime`, `replay_alloc(..., engine='python')`) and "
+              "the compiled engine (`engine='jit'`, solvers/dtr/jit_runtime.py, 2026-12-04), overhead limit 2, no "
+              "early stop (address-aware runs have none), one process, order Python, compiled, compiled, Python per "
+              "ratio; wall seconds summed per side (the mean of each side's two replays). Identical: outcome, clock, "
+              "peak, evictions, eager evictions, evictions for want of a block, remat compute, recomputations, the "
+              "whole failure (request, free total, largest free block, layout) and the budget interval of every "
+              f"pair (the run stops otherwise). numba's code was loaded before timing ({x0['warm_s']:.2f} s; a cold "
+              "compile takes about 9 s, once per process and source change).", "",
+              "| trace | mode | ratios | outcomes | Python s | compiled s | speed-up (sums) | per replay: min, median, "
+              "max | identical | load at start |", "|---|---|---|---|---|---|---|---|---|---|"]
+        order = {t: i for i, t in enumerate(TRACES)}
+        for x in sorted(d["jit_side"], key=lambda x: (order.get(x["trace"], 9), SHARED_MODES.index(x["mode"])
+                                                      if x["mode"] in SHARED_MODES else 9, x["mode"])):
+            cnt = ", ".join(f"{o} {n}" for o, n in x["outcomes"].items())
+            L.append(f"| {x['trace']} | {x['mode']} | {'/'.join(f'{r:g}' for r in x['ratios'])} | {cnt} | "
+                     f"{x['python_s']:.2f} | {x['jit_s']:.3f} | {x['python_s'] / x['jit_s']:.1f}x | "
+                     + ", ".join(f"{v:.1f}x" for v in x["per"]) + f" | {'yes' if x['identical'] else 'NO'} | "
+                     f"{x['load']} |")
     if d.get("widths"):
         rs = d["widths"][0]["cells"]
         L += ["", "Interval widths: the budget-equivalence interval of one replay, in 1e-4 steps of the baseline "
@@ -417,11 +495,15 @@ def shared_tables() -> list[str]:
               "first, then strides of 50, 25, 12, 6, 3 and 1 steps, so a stopped scan's samples are spread over the "
               "whole range, and its smallest feasible ratio and holes are those of the samples done). `vs bytes`: the smallest "
               "feasible ratio against byte counting's (`bytes/dtr` row of this table where there is one, else "
-              "section 62's full dense scan with `dtr`). Verified: random finished samples re-run as independent "
-              "`replay_alloc` replays (outcome, clock, peak, evictions equal).", "",
-              "| trace | mode | finished | wall s | load at start | samples | replays | derived | smallest feasible | "
-              "vs bytes | holes | hole samples | fragmentation samples | verified vs independent replays |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "section 62's full dense scan with `dtr`). Engine: the replay engine of the sweep's replays "
+              "(`replay_alloc`'s engine='auto': compiled = solvers/dtr/jit_runtime.py, exactly AllocRuntime's "
+              "decisions, 2026-12-04; Python = AllocRuntime, the rows scanned before). Verified: random finished "
+              "samples re-run as independent replays of the Python runtime (`AllocRuntime`, `replay_alloc(..., "
+              "engine='python')`), whatever engine the sweep used (outcome, clock, peak, evictions equal).", "",
+              "| trace | mode | engine | finished | wall s | load at start | samples | replays | derived | "
+              "smallest feasible | vs bytes | holes | hole samples | fragmentation samples | "
+              "verified vs independent Python replays |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         order = {t: i for i, t in enumerate(TRACES)}
         modes = ["bytes/dtr"] + SHARED_MODES + ["first-fit/coop", "best-fit/coop"]
         rows = sorted(d["scans"], key=lambda x: (order.get(x["trace"], 9), modes.index(x["mode"])
@@ -436,7 +518,8 @@ def shared_tables() -> list[str]:
                   else f"{mf - ref[0]:+.4f} ({mf / ref[0]:.3f}x){ref[1]}")
             fin = "yes" if x["finished"] else f"no (cap {x['cap']:g} s)"
             der = f"{x['derived']}" + (f" (+{x['repeat_derived']} repeats)" if x["repeat_derived"] else "")
-            L.append(f"| {x['trace']} | {x['mode']} | {fin} | {x['wall_s']:.0f} | {x['load']} | {x['samples']} | "
+            L.append(f"| {x['trace']} | {x['mode']} | {x.get('engine', 'Python')} | {fin} | {x['wall_s']:.0f} | "
+                     f"{x['load']} | {x['samples']} | "
                      f"{x['replays']} | {der} | {'-' if mf is None else f'{mf:.4f}'} | {vs} | {len(x['holes'])} | "
                      f"{sum(hh['n'] for hh in x['holes'])} | {x['frag_samples']} | {x['verified']} random, all "
                      f"equal ({x['verify_s']:.0f} s) |")
@@ -450,15 +533,16 @@ def shared_tables() -> list[str]:
         L += ["", "Holes of the full scans (first 15 per scan):", ""] + (holes_txt or ["* none"])
     todo = []
     for t in TRACES:
-        left = [m for m in SHARED_MODES
+        left = [m for m in SHARED_MODES + ["first-fit/coop", "best-fit/coop"]
                 if not any(x["trace"] == t and x["mode"] == m and x["finished"] for x in d["scans"])]
         if left:
             todo.append(f"  nice .venv/bin/python benchmarks/bench_dtr_alloc.py --shared-scans "
                         f"{','.join(f'{t}:{m}' for m in left)} --cap 3600")
     if todo:
-        L += ["", "Not finished or not run yet (each scan may take an hour or more on the shared machine; a "
-              "rerun replaces the row):", ""] + todo
-    cmds = list(dict.fromkeys([x["cmd"] for x in d["side"]] + [x["cmd"] for x in d.get("widths", [])]
+        L += ["", "Not finished or not run yet (a rerun replaces the row; with the compiled engine a `dtr` scan "
+              "took 3-282 s on the shared machine; `coop` replays in Python: an hour or more):", ""] + todo
+    cmds = list(dict.fromkeys([x["cmd"] for x in d["side"]] + [x["cmd"] for x in d.get("jit_side", [])]
+                              + [x["cmd"] for x in d.get("widths", [])]
                               + [x["cmd"] for x in d["scans"]]))
     L += ["", "Commands (each rewrites its rows; load figures: 1-, 5-, 15-minute averages of the shared 2-core "
           "machine):", ""] + [f"  nice .venv/bin/python benchmarks/bench_dtr_alloc.py {c}" for c in cmds] + [""]
@@ -592,6 +676,8 @@ def main(argv=None) -> int:
     ap.add_argument("--shared-side", metavar="TRACE:LO:HI", help="dense sub-range with vs without interval sharing")
     ap.add_argument("--shared-scans", metavar="TRACE[:MODE[:CAP]],...", help="full dense scans with sharing")
     ap.add_argument("--shared-widths", metavar="TRACE,...", help="budget-interval widths per mode at --ratios")
+    ap.add_argument("--jit-side", metavar="TRACE,...", help="Python vs compiled replays per mode at --side-ratios")
+    ap.add_argument("--side-ratios", default="0.12,0.15,0.2,0.3,0.5,0.8")
     ap.add_argument("--ratios", default="0.15,0.2,0.3,0.5,0.8")
     ap.add_argument("--shared-modes", default=",".join(SHARED_MODES))
     ap.add_argument("--cap", type=float, default=900.0, help="--shared-scans: seconds per scan")
@@ -599,7 +685,9 @@ def main(argv=None) -> int:
     ap.add_argument("--verify", type=int, default=300)
     ap.add_argument("--verify-cap", type=float, default=240.0)
     a = ap.parse_args(argv)
-    if a.shared_side or a.shared_scans or a.shared_widths:
+    if a.shared_side or a.shared_scans or a.shared_widths or a.jit_side:
+        if a.jit_side:
+            jit_side(a.jit_side, a.shared_modes.split(","), [float(x) for x in a.side_ratios.split(",")])
         if a.shared_widths:
             shared_widths(a.shared_widths, a.shared_modes.split(","), [float(x) for x in a.ratios.split(",")])
         if a.shared_side:
