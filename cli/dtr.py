@@ -205,6 +205,8 @@ def _sweep(args) -> int:
     for h in heuristics:
         check_heuristic_allocator(h, getattr(args, "allocator", "bytes"))
     for t in args.trace:
+        if Path(t).is_dir():
+            raise MemschedError(f"{t}: a directory; name the trace files (e.g. {t}/*.log)")
         if not Path(t).is_file():
             raise MemschedError(f"{t}: no such trace file")
     pairs = [(t, h) for t in args.trace for h in heuristics]

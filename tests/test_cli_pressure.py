@@ -174,6 +174,21 @@ def test_dtr_replay_refuses_an_empty_trace(tmp_path, capsys, text):
     one_error_line(err, "empty trace")
 
 
+@pytest.mark.parametrize("text", ["", "\n\n  \n"])
+def test_dtr_sweep_refuses_an_empty_trace(tmp_path, capsys, text):
+    p = tmp_path / "empty.log"
+    p.write_text(text)
+    rc, out, err = run(capsys, "dtr", "sweep", p, "--step", "0.1", "-q")
+    assert rc == 2 and out == ""
+    one_error_line(err, "empty trace")
+
+
+def test_dtr_sweep_names_a_directory(tmp_path, capsys):
+    rc, out, err = run(capsys, "dtr", "sweep", tmp_path, "--step", "0.1", "-q")
+    assert rc == 2 and out == ""
+    one_error_line(err, "a directory")
+
+
 def test_dtr_replay_prints_units_not_python_reprs(tmp_path, capsys):
     trace = synth_file(tmp_path, 8, 2)
     rc, out, err = run(capsys, "dtr", "replay", trace, "--ratio", "0.5")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memsched.formulations import MemschedError
-from memsched.instances.dtr_trace import DTRTrace, parse_trace
+from memsched.instances.dtr_trace import DTRTrace, TraceError, parse_trace
 
 from .runtime import Runtime, baseline, canonical_heuristic
 
@@ -58,9 +58,14 @@ class ReplayResult:
 
 
 def load_trace(trace) -> DTRTrace:
+    """``trace`` itself, or the DTR log at that path parsed; a log without operator calls
+    is refused (it would "replay" as ok at every budget)."""
     if isinstance(trace, DTRTrace):
         return trace
-    return parse_trace(Path(trace))
+    tr = parse_trace(Path(trace))
+    if not tr.ops:
+        raise TraceError(f"{trace}: empty trace (no operator calls); nothing to replay")
+    return tr
 
 
 def trace_baseline(trace: DTRTrace) -> dict:
