@@ -278,6 +278,8 @@ class _TraceBuilder:
 
     def call(self, ln, j, where, base, args, cost):
         results = self.str_list(j["RESULT"], "RESULT", where)
+        if not results:  # nothing to materialize: simrd's compute reads output 0
+            raise TraceError(f"{where}: CALL {base!r} has no result (RESULT is empty)")
         sizes, aliases = [], []
         for rn in results:
             owner = f"result {rn!r} of CALL {base!r}"
@@ -298,6 +300,8 @@ class _TraceBuilder:
         if not isinstance(mut, list):
             raise TraceError(f"{where}: MUTATE must be a list of argument indices, got {mut!r}")
         mut = [_int(m, "MUTATE index", where) for m in mut]
+        if not mut:  # the operator would have no result to materialize
+            raise TraceError(f"{where}: MUTATE {base!r} has no result (its MUTATE list is empty)")
         for m in mut:
             if m >= len(args):
                 raise TraceError(f"{where}: MUTATE index {m} is out of range for {len(args)} ARGS")
