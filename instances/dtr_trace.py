@@ -18,7 +18,9 @@ The record semantics follow simrd's ``parse_file`` (see docs/dtr.md):
 * End of log: every tensor still referenced is pinned (rematerialized if evicted).
 
 Operators get the unique name ``<name>/<k>`` with ``k`` the running operator number,
-as simrd does. A malformed line raises :class:`TraceError` naming file and line.
+as simrd does. A malformed line raises :class:`TraceError` naming file and line; so does
+an operator without results and the record at which the trace's total TIME or total
+MEMORY reaches 2**63 (the runtime's int64 tables).
 """
 from __future__ import annotations
 
@@ -34,6 +36,9 @@ __all__ = ["TraceError", "TraceOp", "DTRTrace", "parse_trace", "parse_trace_line
 # schedule command kinds
 COMPUTE, GET, PIN, RELEASE = 0, 1, 2, 3
 CONST_NAME = "constant"
+# the runtime keeps storage compute, region weights and sizes in int64 tables: the sums of
+# all TIME and of all MEMORY values of a trace must stay below 2**63
+INT64_TOTAL = 2 ** 63
 
 
 class TraceError(InputError):
@@ -196,10 +201,18 @@ class _TraceBuilder:
         self.names: dict[str, int] = {}
         self.taken: set[str] = set()
         self.in_bwd = False
+        self.total_cost = 0
+        self.total_bytes = 0
 
     # ---------------------------------------------------------- helpers
     def new_op(self, base, args, cost, sizes, aliases, res_names, ln, where) -> list[int]:
         k = len(self.ops)
+        self.total_cost += cost
+        self.total_bytes += sum(sizes)
+        for what, total in (("TIME", self.total_cost), ("MEMORY", self.total_bytes)):
+            if total >= INT64_TOTAL:
+                raise TraceError(f"{where}: the trace's total {what} reaches {total}, past 2**63 - 1 "
+                                 f"(the replay's int64 tables)")
         res = []
         for i, rn in enumerate(res_names):
             if rn in self.taken:

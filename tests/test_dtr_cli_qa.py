@@ -40,3 +40,28 @@ def test_an_operator_without_results_is_a_trace_error(tmp_path, capsys, monkeypa
     rc, out, err = run(capsys, "dtr", cmd[0], p, *cmd[1:])
     assert rc == 2 and out == "", (out, err)
     one_error_line(err, f"{p}:3:", "no result")
+
+
+@pytest.mark.parametrize("field", ["TIME", "MEMORY"])
+@pytest.mark.parametrize("cmd", [["replay"], ["replay", "--allocator", "best-fit"],
+                                 ["sweep", "--step", "0.1", "-q", "--jobs", "1"]])
+def test_sizes_and_times_past_int64_are_a_trace_error(tmp_path, capsys, field, cmd):
+    """Huge TIME or MEMORY values overflowed the runtime's int64 tables: a traceback
+    (OverflowError) in replay, a sweep of 'error' rows with exit 0."""
+    big = str(10 ** 26)
+    lines = CONST + call("f", ["a"], ["c"], time=big if field == "TIME" else "5",
+                         size=big if field == "MEMORY" else "100")
+    p = write(tmp_path, lines)
+    rc, out, err = run(capsys, "dtr", cmd[0], p, *cmd[1:])
+    assert rc == 2 and out == "", (out, err)
+    line = one_error_line(err, f"{p}:")
+    assert "2**63" in line, line
+
+
+def test_totals_past_int64_are_a_trace_error(tmp_path, capsys):
+    """Each value fits int64, their sum does not: refused at the record that crosses."""
+    lines = CONST + call("f", ["a"], ["b"], time=str(6 * 10 ** 18)) + call("g", ["b"], ["c"], time=str(6 * 10 ** 18))
+    p = write(tmp_path, lines)
+    rc, out, err = run(capsys, "dtr", "replay", p)
+    assert rc == 2 and out == ""
+    one_error_line(err, f"{p}:6:", "TIME")
