@@ -169,6 +169,10 @@ def _print_sweep(res) -> None:
     print(f"outcomes: {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}")
     mf = res.min_feasible()
     lo = res.params.get("lo")
+    if lo is not None and res.params.get("resolution"):  # the smallest sampled ratio: a multiple of it
+        from memsched.solvers.dtr.sweep import grid_bounds
+
+        lo = grid_bounds(lo, res.params.get("hi", lo), res.params["resolution"])[0] * res.params["resolution"]
     if mf is None:
         print("smallest feasible ratio: none sampled")
     elif lo is not None and abs(mf - lo) < 1e-12:

@@ -65,3 +65,42 @@ def test_totals_past_int64_are_a_trace_error(tmp_path, capsys):
     rc, out, err = run(capsys, "dtr", "replay", p)
     assert rc == 2 and out == ""
     one_error_line(err, f"{p}:6:", "TIME")
+
+
+# ------------------------------------------------------------------ sweep options
+@pytest.mark.parametrize("argv,needle", [
+    (["--hi", "inf"], "finite"),
+    (["--lo", "inf", "--hi", "inf"], "finite"),
+    (["--lo", "0.00001", "--hi", "0.00002"], "no multiple of --resolution"),
+    (["--lo", "0.31", "--hi", "0.39", "--resolution", "0.1"], "no multiple of --resolution"),
+])
+def test_sweep_range_without_samples_is_refused(tmp_path, capsys, argv, needle):
+    """--hi inf crashed (OverflowError); a range holding no multiple of the resolution
+    sampled ratio 0 ('budget ratio must be positive') or ratios outside the range."""
+    trace = synth_file(tmp_path, 8, 2)
+    rc, out, err = run(capsys, "dtr", "sweep", trace, "-q", "--jobs", "1", *argv)
+    assert rc == 2 and out == "", (out, err)
+    one_error_line(err, needle)
+
+
+@pytest.mark.parametrize("lo,hi,res", [("0.14", "0.46", "0.1"), ("0.1", "1.0", "0.3"), ("0.105", "0.2", "0.01")])
+def test_sweep_samples_only_inside_lo_hi(tmp_path, capsys, lo, hi, res):
+    """Ratios are multiples of the resolution inside [lo, hi] (round() took 0.1 and 0.5 for
+    [0.14, 0.46] and ratio 0 for --lo 0.1 --resolution 0.3)."""
+    trace = synth_file(tmp_path, 8, 2)
+    rc, out, err = run(capsys, "dtr", "sweep", trace, "-q", "--jobs", "1", "--lo", lo, "--hi", hi,
+                       "--resolution", res, "--json")
+    assert rc == 0, err
+    d = json.loads(out)
+    ratios = [p["ratio"] for p in d["points"]]
+    assert ratios and all(float(lo) <= r <= float(hi) for r in ratios), ratios
+
+
+def test_sweep_says_lo_is_feasible_when_the_first_sample_is(tmp_path, capsys):
+    """--lo off the resolution grid: the first sample is the next multiple, and when it is
+    feasible the report says so (it printed a plain smallest feasible ratio)."""
+    trace = synth_file(tmp_path, 8, 2)
+    rc, out, err = run(capsys, "dtr", "sweep", trace, "-q", "--jobs", "1", "--lo", "0.905", "--hi", "1.0",
+                       "--resolution", "0.01")
+    assert rc == 0, err
+    assert "smallest feasible ratio: <= 0.91 (the sweep's --lo is already feasible" in out, out

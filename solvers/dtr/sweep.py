@@ -40,6 +40,7 @@ to the ``results`` file; ``resume`` reuses the replays already there.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import time
 from collections import deque
@@ -468,15 +469,27 @@ def _reusable(row: dict, run_timeout) -> bool:
     return o == "unresolved" and rt is not None and run_timeout is not None and rt >= run_timeout
 
 
+def grid_bounds(lo: float, hi: float, resolution: float) -> tuple[int, int]:
+    """The indices k of the first and last ratio k x resolution inside [lo, hi] (a bound
+    within 1e-9 steps of a multiple counts as that multiple); klo > khi when there is none."""
+    return max(1, math.ceil(lo / resolution - 1e-9)), math.floor(hi / resolution + 1e-9)
+
+
 def _check(lo, hi, step, resolution, refine, repeats, jobs):
     from memsched.formulations import MemschedError
 
     if not (0 < lo <= hi):
         raise MemschedError(f"sweep: need 0 < lo <= hi, got lo={lo} hi={hi}")
+    if not math.isfinite(hi):
+        raise MemschedError(f"sweep: --lo and --hi must be finite ratios, got lo={lo} hi={hi}")
     if step is None:
         step = max(resolution, DENSE_ORDER_STEP)
-    if not (0 < resolution <= step):
+    if not (0 < resolution <= step) or not math.isfinite(step):
         raise MemschedError(f"sweep: need 0 < resolution <= step, got resolution={resolution} step={step}")
+    klo, khi = grid_bounds(lo, hi, resolution)
+    if klo > khi:
+        raise MemschedError(f"sweep: no multiple of --resolution {resolution:g} in [{lo:g}, {hi:g}] (the sampled "
+                            "ratios are multiples of the resolution)")
     if refine not in ("scan", "bisect"):
         raise MemschedError(f"sweep: refine must be 'scan' or 'bisect', got {refine!r}")
     if repeats < 1:
@@ -599,7 +612,7 @@ class _SweepConfig:
         self.dense = self.step is None
         if self.dense:
             self.step = max(res, DENSE_ORDER_STEP)
-        self.klo, self.khi = round(self.lo / res), round(self.hi / res)
+        self.klo, self.khi = grid_bounds(self.lo, self.hi, res)
         self.kstep = max(1, round(self.step / res))
         self.grid = list(range(self.klo, self.khi + 1, self.kstep))
         if self.grid[-1] != self.khi:
@@ -851,7 +864,7 @@ def _assemble(states, wall, res, lo, hi, step, resolution, repeats, run_timeout,
             if any((x[0], x[1]) != (o, clock) for x in runs[1:]):
                 o = "nondeterministic"
             points.append(Point(round(k * res, 10), budget, o, clock, peak, ev, len(runs), sum(x[5] for x in runs)))
-        klo, khi = round(lo / res), round(hi / res)
+        klo, khi = grid_bounds(lo, hi, res)
         n_range = khi - klo + 1
         sampling = (f"{'dense' if dense else f'coarse step {step:g} + {refine} refinement'}: {len(points)} of "
                     f"{n_range} resolution steps ({resolution:g}) of [{lo:g}, {hi:g}] sampled; "
