@@ -223,7 +223,7 @@ def format_pareto(graph: Graph, rows: list[dict]) -> str:
 
     out = []
     for r in rows:
-        out.append([f"{r['budget_ratio']:.3f}", fmt_bytes(r["budget"]), _status_cell(r), fmt_bytes(r["peak"]),
+        out.append(["-" if r["budget_ratio"] is None else f"{r['budget_ratio']:.3f}", fmt_bytes(r["budget"]), _status_cell(r), fmt_bytes(r["peak"]),
                     "-" if r["overhead_pct"] is None else f"{r['overhead_pct']:.3f}", f"{r['wall_s']:.2f}"])
     return f"{graph.name}: given-order peak {fmt_bytes(given_peak(graph))}, baseline compute {graph.total_cost():g}\n" + \
         table(out, ["budget/P", "budget", "status", "peak", "overhead %", "wall s"])

@@ -341,6 +341,20 @@ def lift_claims(graph: Graph, res: SolveResult, problem: RematProblem, stopped: 
 
 
 # ---------------------------------------------------------- CLI helpers
+def overhead_pct(compute, base: float):
+    """Extra compute over the baseline in percent (None without a schedule). A zero baseline
+    (every operator costs 0) has zero overhead: every schedule then computes 0."""
+    if compute is None:
+        return None
+    if not base:
+        return 0.0 if not compute else None
+    return 100.0 * (compute - base) / base
+
+
+def _ratio_text(ratio) -> str:
+    return "-" if ratio is None else f"{ratio:.3f}"
+
+
 def pareto_sweep(graph: Graph, budgets, method: str = "cp", cap=None, time_limit: float = 30.0,
                  progress: bool = False, **kw) -> list[dict]:
     """Solve at each budget (ratio or bytes); one row per budget."""
@@ -352,14 +366,14 @@ def pareto_sweep(graph: Graph, budgets, method: str = "cp", cap=None, time_limit
         res = solve_remat(graph, b, method=method, cap=cap, time_limit=time_limit, **kw)
         rows.append({
             "budget_ratio": round(B / P, 6) if P else None, "budget": B, "status": res.status, "peak": res.peak,
-            "compute": res.compute, "overhead_pct": None if res.compute is None else 100.0 * (res.compute - base) / base,
+            "compute": res.compute, "overhead_pct": overhead_pct(res.compute, base),
             "lower_bound": res.lower_bound, "scope": res.scope, "class_status": res.class_status,
             "class_lower_bound": res.class_lower_bound, "order": res.params.get("order"),
             "wall_s": round(res.wall_s, 3), "message": res.message,
         })
         if progress:
             r = rows[-1]
-            print(f"  budget {B} ({r['budget_ratio']:.3f}): {r['status']}"
+            print(f"  budget {B} ({_ratio_text(r['budget_ratio'])}): {r['status']}"
                   + ("" if r["overhead_pct"] is None else f", overhead {r['overhead_pct']:.3f} %") + f"  [{r['wall_s']} s]",
                   file=sys.stderr, flush=True)
     return rows
@@ -375,7 +389,7 @@ def result_json(graph: Graph, res: SolveResult) -> dict:
         "peak": res.peak,
         "compute": res.compute,
         "baseline_compute": base,
-        "overhead_pct": None if res.compute is None else round(100.0 * (res.compute - base) / base, 6) if base else 0.0,
+        "overhead_pct": None if (pct := overhead_pct(res.compute, base)) is None else round(pct, 6),
         "budget": res.params.get("budget"),
         "lower_bound": res.lower_bound,
         "order": res.params.get("order", "free"),
