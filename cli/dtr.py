@@ -170,9 +170,10 @@ def _print_sweep(res) -> None:
     mf = res.min_feasible()
     lo = res.params.get("lo")
     if lo is not None and res.params.get("resolution"):  # the smallest sampled ratio: a multiple of it
-        from memsched.solvers.dtr.sweep import grid_bounds
+        from memsched.solvers.dtr.sweep import grid_bounds, grid_ratio
 
-        lo = grid_bounds(lo, res.params.get("hi", lo), res.params["resolution"])[0] * res.params["resolution"]
+        r = res.params["resolution"]
+        lo = grid_ratio(grid_bounds(lo, res.params.get("hi", lo), r)[0], r)
     if mf is None:
         print("smallest feasible ratio: none sampled")
     elif lo is not None and abs(mf - lo) < 1e-12:

@@ -104,3 +104,36 @@ def test_sweep_says_lo_is_feasible_when_the_first_sample_is(tmp_path, capsys):
                        "--resolution", "0.01")
     assert rc == 0, err
     assert "smallest feasible ratio: <= 0.91 (the sweep's --lo is already feasible" in out, out
+
+
+# ------------------------------------------------------------------ consistency
+def edge_trace(tmp_path):
+    """Baseline memory 1000 B; DTR fits iff the budget is >= 140 B (the 100 B constant and
+    one 40 B output at a time: the outputs are never read again, so evicting them is free)."""
+    lines = list(CONST)
+    for i in range(22):
+        lines += call("g", ["a"], [f"d{i}"], size="40")
+    lines += call("g", ["a"], ["e"], size="20")
+    lines += [json.dumps({"INSTRUCTION": "RELEASE", "NAME": n}) for n in [f"d{i}" for i in range(22)] + ["e"]]
+    return write(tmp_path, lines, "edge.log")
+
+
+@pytest.mark.parametrize("res", ["0.0007", "0.0014", "0.007"])
+def test_sweep_ratio_is_the_replay_ratio(tmp_path, capsys, res):
+    """The sweep's sample printed as ratio 0.14 is `dtr replay --ratio 0.14`: the same
+    budget and outcome. It was replayed at k x resolution = 0.13999999999999999 (budget
+    139 B, oom) while `dtr replay --ratio 0.14` gives budget 140 B (ok)."""
+    trace = edge_trace(tmp_path)
+    rc, out, err = run(capsys, "dtr", "replay", trace, "--ratio", "0.14", "--json")
+    assert rc == 0, err
+    rep = json.loads(out)
+    assert (rep["budget"], rep["outcome"]) == (140, "ok")
+    rc, out, err = run(capsys, "dtr", "sweep", trace, "-q", "--jobs", "1", "--lo", "0.12", "--hi", "0.16",
+                       "--resolution", res, "--json", "--results", tmp_path / "r.jsonl")
+    assert rc == 0, err
+    d = json.loads(out)
+    p = next(p for p in d["points"] if p["ratio"] == 0.14)
+    assert (p["budget"], p["outcome"]) == (rep["budget"], rep["outcome"])
+    assert d["min_feasible_ratio"] == 0.14
+    rows = [json.loads(ln) for ln in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert all(r["budget"] == 140 for r in rows if r["ratio"] == 0.14)

@@ -469,6 +469,15 @@ def _reusable(row: dict, run_timeout) -> bool:
     return o == "unresolved" and rt is not None and run_timeout is not None and rt >= run_timeout
 
 
+def grid_ratio(k: int, resolution: float) -> float:
+    """Ratio k x resolution as the decimal the user reads (k x 0.0007 for k = 200 is 0.14,
+    not the float product 0.13999999999999999): the ratio `dtr replay --ratio` gets for
+    the printed value, so both take one budget (ratio_budget reads a ratio as it prints)."""
+    from fractions import Fraction
+
+    return float(k * Fraction(repr(float(resolution))))
+
+
 def grid_bounds(lo: float, hi: float, resolution: float) -> tuple[int, int]:
     """The indices k of the first and last ratio k x resolution inside [lo, hi] (a bound
     within 1e-9 steps of a multiple counts as that multiple); klo > khi when there is none."""
@@ -720,7 +729,7 @@ class _Driver:
         """Sample ratio index ``k`` of ``st``: derived from a finished replay's interval,
         reused from the results file, or a task to run (returned)."""
         cfg = self.cfg
-        ratio = k * cfg.resolution
+        ratio = grid_ratio(k, cfg.resolution)
         budget = ratio_budget(ratio, st.base["baseline_memory"])  # as replay() does (budget_for)
         key = (trace_id(st.trace), bool(st.trace.has_start), st.hname, budget, cfg.limit, cfg.seed, cfg.allocator,
                cfg.early_stop)
@@ -804,7 +813,7 @@ class _Driver:
         row = {"key": key or f"dtr:{trace_id(st.trace)[:12]}:{st.hname}:{budget}:{n}:{os.urandom(4).hex()}",
                "kind": "dtr_replay", "trace": str(st.trace.path),
                "trace_sha256": trace_id(st.trace), "start": bool(st.trace.has_start), "heuristic": st.hname,
-               "ratio": round(k * cfg.resolution, 10), "budget": budget, "overhead_limit": cfg.limit,
+               "ratio": grid_ratio(k, cfg.resolution), "budget": budget, "overhead_limit": cfg.limit,
                "seed": cfg.seed, "run_timeout": cfg.run_timeout, "outcome": outcome, "clock": clock, "peak": peak,
                "evictions": ev, "wall_s": round(wall, 6), "baseline_memory": st.base["baseline_memory"],
                **({} if cfg.allocator == "bytes" else {"allocator": cfg.allocator}),
@@ -863,7 +872,7 @@ def _assemble(states, wall, res, lo, hi, step, resolution, repeats, run_timeout,
             o, clock, peak, ev, budget, _ = runs[0]
             if any((x[0], x[1]) != (o, clock) for x in runs[1:]):
                 o = "nondeterministic"
-            points.append(Point(round(k * res, 10), budget, o, clock, peak, ev, len(runs), sum(x[5] for x in runs)))
+            points.append(Point(grid_ratio(k, res), budget, o, clock, peak, ev, len(runs), sum(x[5] for x in runs)))
         klo, khi = grid_bounds(lo, hi, res)
         n_range = khi - klo + 1
         sampling = (f"{'dense' if dense else f'coarse step {step:g} + {refine} refinement'}: {len(points)} of "
