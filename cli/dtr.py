@@ -85,7 +85,13 @@ def _replay(args) -> int:
     limit = parse_limit(args.overhead_limit)
     if args.budget_bytes is not None and args.budget_bytes < 0:
         raise MemschedError(f"--budget-bytes must be non-negative, got {args.budget_bytes}")
+    if args.budget_bytes is not None and args.ratio is not None:
+        raise MemschedError(f"give --ratio or --budget-bytes, not both (got --ratio {args.ratio:g} and "
+                            f"--budget-bytes {args.budget_bytes})")
     if not _is_trace(args.trace):
+        if getattr(args, "allocator", "bytes") != "bytes":
+            raise MemschedError(f"--allocator {args.allocator}: address-aware replays take a DTR trace; "
+                                f"{args.trace} is a memsched graph (replayed with byte counting only)")
         return _replay_graph(args, limit)
     from memsched.solvers.dtr.allocator import ALLOCATORS, explain_fragmentation, replay_alloc
 

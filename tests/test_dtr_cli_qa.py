@@ -137,3 +137,28 @@ def test_sweep_ratio_is_the_replay_ratio(tmp_path, capsys, res):
     assert d["min_feasible_ratio"] == 0.14
     rows = [json.loads(ln) for ln in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert all(r["budget"] == 140 for r in rows if r["ratio"] == 0.14)
+
+
+# ------------------------------------------------------------------ replay options
+def test_replay_refuses_ratio_and_budget_bytes_together(tmp_path, capsys):
+    """--ratio 0.5 --budget-bytes 100 replayed at 100 B and printed 'ratio -': the
+    ratio was dropped without a word."""
+    trace = synth_file(tmp_path, 8, 2)
+    rc, out, err = run(capsys, "dtr", "replay", trace, "--ratio", "0.5", "--budget-bytes", "100")
+    assert rc == 2 and out == ""
+    one_error_line(err, "--ratio", "--budget-bytes")
+
+
+def test_replay_of_a_graph_refuses_an_allocator(tmp_path, capsys):
+    """`dtr replay GRAPH --allocator best-fit` ran byte counting and said nothing."""
+    from memsched.instances.formats import save_graph
+    from memsched.instances.dtr_trace import parse_trace
+    from memsched.solvers.dtr.graph import trace_to_graph
+
+    g = tmp_path / "g.json"
+    save_graph(trace_to_graph(parse_trace(synth_file(tmp_path, 8, 2))), g)
+    rc, out, err = run(capsys, "dtr", "replay", g, "--ratio", "0.5")
+    assert rc == 0, err
+    rc, out, err = run(capsys, "dtr", "replay", g, "--ratio", "0.5", "--allocator", "best-fit")
+    assert rc == 2 and out == ""
+    one_error_line(err, "--allocator", "graph")
