@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from memsched.cli.fmt import fmt_bytes, table
-from memsched.cli.options import graph_parent, json_parent, load_graph, program_parent
+from memsched.cli.options import graph_parent, json_parent, load_graph, program_parent, size
 from memsched.cli.paths import check_output
 from memsched.formulations import Graph, Schedule, evaluate
 
@@ -138,8 +138,9 @@ def add_parsers(sub) -> None:
                        description="Emit the schedule as a program, run it in a subprocess and compare the realized "
                                    "peak (every numpy allocation, kernel temporaries included / the torch allocator) "
                                    "with the modeled one. Exit 1 when they differ.")
-    s.add_argument("--max-bytes", type=int, default=1 << 30,
-                   help="refuse schedules whose modeled peak exceeds this (default 1 GiB); see --scale")
+    s.add_argument("--max-bytes", type=size, default=1 << 30, metavar="SIZE",
+                   help="refuse schedules whose modeled peak exceeds this many bytes (an integer or a number with "
+                        "a unit: 512MiB, 2GiB; default 1 GiB); see --scale")
     s.add_argument("--keep", metavar="PROG.py", help="also write the emitted program here")
     s.set_defaults(func=cmd_run)
 

@@ -66,3 +66,44 @@ def test_pareto_empty_graph(tmp_path, capsys):
     assert rc == 0 and "Traceback" not in err, err
     rc, out, err = run(capsys, "pareto", p, "--budgets", "1.0", "--time-limit", "5", "--json")
     assert rc == 0 and json.loads(out)["points"][0]["status"] == "optimal"
+
+
+# ------------------------------------------------------------ run --max-bytes
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_run_max_bytes_not_positive_is_one_line(capsys, value):
+    """run --max-bytes 0 died with ZeroDivisionError, -1 with a ValueError from a scale
+    doubled past 4300 digits (the scale search never ended): both are one line, exit 2."""
+    rc, out, err = run(capsys, "run", CHAIN, "--max-bytes", value)
+    assert rc == 2 and out == ""
+    one_error_line(err, "--max-bytes")
+
+
+def test_run_max_bytes_takes_units(capsys):
+    rc, out, err = run(capsys, "run", CHAIN, "--max-bytes", "1KiB", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["modeled_peak"] == 200
+
+
+def test_run_max_bytes_below_any_scale_says_so(capsys):
+    """A limit no --scale can meet (chain_12 has two tensors live, so every scaled peak is >= 2
+    bytes... and 3 tensors here): the message says so instead of searching scales forever."""
+    rc, out, err = run(capsys, "run", str(SHIPPED / "unet_small.json"), "--max-bytes", "2")
+    assert rc == 2
+    one_error_line(err, "no --scale")
+
+
+def test_suggest_scale_is_exact():
+    """The suggested scale is one whose scaled peak fits, and None when none can."""
+    from memsched.formulations import Schedule, evaluate
+    from memsched.instances import load_graph
+    from memsched.solvers.executors.runner import _suggest_scale, scaled_graph
+
+    g = load_graph(SHIPPED / "unet_small.json")
+    s = Schedule.from_order(g, g.given_order())
+    for limit in (10 ** 6, 5000, 100, 20):
+        k = _suggest_scale(g, s, limit)
+        if k is None:
+            assert evaluate(scaled_graph(g, 10 ** 12), s).peak > limit
+        else:
+            assert evaluate(scaled_graph(g, k), s).peak <= limit
+    assert _suggest_scale(g, s, 2) is None

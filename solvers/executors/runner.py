@@ -87,10 +87,16 @@ def run_program(source: str, *, timeout: float = 600.0, env: dict | None = None)
         return _run_python(d, path, [], marker="MEMSCHED-RESULT", what="emitted program", timeout=timeout, env=env)
 
 
-def _suggest_scale(graph: Graph, schedule: Schedule, max_bytes: int) -> int:
-    s = max(1, math.ceil(evaluate(graph, schedule).peak / max_bytes))
+def _suggest_scale(graph: Graph, schedule: Schedule, max_bytes: int) -> int | None:
+    """A scale whose scaled peak is at most ``max_bytes``, or None when no scale gets there
+    (sizes round up, so from the largest size on every nonzero size is 1 byte and scaling
+    further changes nothing). The scaled peak never grows with the scale."""
+    top = max([t.size for t in graph.tensors] + [o.workspace for o in graph.ops] + [1])
+    if evaluate(scaled_graph(graph, top), schedule).peak > max_bytes:
+        return None
+    s = min(top, max(1, math.ceil(evaluate(graph, schedule).peak / max_bytes)))
     while evaluate(scaled_graph(graph, s), schedule).peak > max_bytes:
-        s *= 2
+        s = min(top, 2 * s)
     return s
 
 
@@ -138,14 +144,17 @@ def _prepare(graph: Graph, schedule: Schedule, backend: str, device: str, arena:
     check_backend(backend, device)
     if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
         raise ExecError(f"--scale must be a positive integer, got {scale!r}")
+    if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1):
+        raise ExecError(f"--max-bytes must be a positive number of bytes, got {max_bytes!r}")
     unscaled = evaluate(graph, schedule)
     g = scaled_graph(graph, scale)
     ev = evaluate(g, schedule)
     if max_bytes is not None and ev.peak > max_bytes:
-        raise ExecError(
-            f"graph {graph.name!r}: modeled peak {ev.peak} bytes exceeds the run limit of {max_bytes} bytes; "
-            f"rerun with --scale {_suggest_scale(g, schedule, max_bytes) * scale} (divides every size, rounding up) "
-            f"or raise --max-bytes")
+        k = _suggest_scale(g, schedule, max_bytes)
+        fix = (f"rerun with --scale {k * scale} (divides every size, rounding up) or raise --max-bytes"
+               if k is not None else "no --scale gets under it (every size is 1 byte at most); raise --max-bytes")
+        raise ExecError(f"graph {graph.name!r}: modeled peak {ev.peak} bytes exceeds the run limit of {max_bytes} "
+                        f"bytes; {fix}")
     plan = plan_arena(g, schedule, method=arena_method, time_limit=arena_time_limit) if arena else None
     src = emit_program(g, schedule, backend=backend, device=device, arena=plan)
     meta = {"graph": graph.name, "modeled_peak": ev.peak, "backend": backend, "device": device,
