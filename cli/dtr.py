@@ -283,7 +283,12 @@ def _report(args) -> int:
 
     rows = []
     for f in args.results:
-        rows += read_rows(f)
+        rs = read_rows(f)
+        try:
+            summarize_rows(rs)  # its rows checked alone, so that an error names the file
+        except MemschedError as e:
+            raise MemschedError(f"{f}: {e}") from None
+        rows += rs
     items = summarize_rows(rows)
     if not items:
         raise MemschedError(f"{', '.join(args.results)}: no DTR replay rows (write them with dtr sweep --results)")

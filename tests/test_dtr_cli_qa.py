@@ -162,3 +162,23 @@ def test_replay_of_a_graph_refuses_an_allocator(tmp_path, capsys):
     rc, out, err = run(capsys, "dtr", "replay", g, "--ratio", "0.5", "--allocator", "best-fit")
     assert rc == 2 and out == ""
     one_error_line(err, "--allocator", "graph")
+
+
+# ------------------------------------------------------------------ report
+@pytest.mark.parametrize("edit", [
+    lambda r: r.update(ratio="abc"), lambda r: r.pop("ratio"), lambda r: r.update(ratio=None),
+    lambda r: r.update(outcome=None), lambda r: r.pop("outcome"), lambda r: r.update(ratio=float("nan")),
+])
+def test_report_names_a_malformed_row(tmp_path, capsys, edit):
+    """A dtr_replay row without a numeric ratio crashed `dtr report` (ValueError, KeyError);
+    one without an outcome was counted as a sample of outcome null."""
+    trace = synth_file(tmp_path, 8, 2)
+    res = tmp_path / "r.jsonl"
+    rc, out, err = run(capsys, "dtr", "sweep", trace, "-q", "--jobs", "1", "--step", "0.3", "--resolution", "0.01", "--results", res)
+    assert rc == 0, err
+    rows = [json.loads(ln) for ln in res.read_text().splitlines()]
+    edit(rows[1])
+    res.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rc, out, err = run(capsys, "dtr", "report", res)
+    assert rc == 2 and out == "", (out, err)
+    one_error_line(err, str(res), rows[1]["key"])

@@ -937,11 +937,19 @@ def summarize_result(r: SweepResult) -> dict:
 def summarize_rows(rows) -> list[dict]:
     """Per (trace, heuristic, overhead limit, seed): the feasibility summary of the
     ``dtr_replay`` rows of a results file. A ratio's outcome is its first row's; rows
-    that disagree (outcome or clock) make it 'nondeterministic'."""
+    that disagree (outcome or clock) make it 'nondeterministic'. A row without a positive
+    numeric ratio or a string outcome raises MemschedError naming its key."""
+    from memsched.formulations import MemschedError
+
     groups: dict = {}
     for r in rows:
         if r.get("kind") != "dtr_replay":
             continue
+        ratio = r.get("ratio")
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not math.isfinite(ratio) or ratio <= 0:
+            raise MemschedError(f"dtr_replay row {r.get('key')!r}: ratio must be a positive number, got {ratio!r}")
+        if not isinstance(r.get("outcome"), str):
+            raise MemschedError(f"dtr_replay row {r.get('key')!r}: outcome must be a string, got {r.get('outcome')!r}")
         g = (r.get("trace_sha256"), r.get("start"), r.get("heuristic"), r.get("overhead_limit"), r.get("seed", 0),
              r.get("allocator", "bytes"), bool(r.get("early_stop")))
         groups.setdefault(g, []).append(r)
