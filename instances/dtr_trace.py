@@ -133,10 +133,29 @@ def parse_trace(path: str | Path, start: bool | None = None) -> DTRTrace:
     """Parse a DTR log. ``start=None`` takes ``has_start`` from the manifest next to the
     log; without a manifest entry, START is honoured when the log contains one."""
     p = Path(path)
-    text = read_text(p, expected="a DTR log")
+    try:
+        text = read_text(p, expected="a DTR log")
+    except InputError:
+        _raise_if_not_utf8(p)
+        raise
     if start is None:
         start = manifest_has_start(p)
     return parse_trace_lines(text.splitlines(), str(p), start=start)
+
+
+def _raise_if_not_utf8(p: Path) -> None:
+    """A log that is not UTF-8 text: TraceError naming the line of the first bad byte."""
+    if p.suffix == ".gz" or not p.is_file():
+        return
+    try:
+        data = p.read_bytes()
+        data.decode()
+    except UnicodeDecodeError as e:
+        ln = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise TraceError(f"{p}:{ln}: not UTF-8 text (byte 0x{data[e.start]:02x} at column {col})") from None
+    except OSError:
+        return
 
 
 _REQUIRED = {

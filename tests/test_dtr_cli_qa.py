@@ -182,3 +182,18 @@ def test_report_names_a_malformed_row(tmp_path, capsys, edit):
     rc, out, err = run(capsys, "dtr", "report", res)
     assert rc == 2 and out == "", (out, err)
     one_error_line(err, str(res), rows[1]["key"])
+
+
+@pytest.mark.parametrize("cmd", [["replay"], ["sweep", "--step", "0.1", "-q", "--jobs", "1"], ["to-graph", "-o", "g.json"],
+                                 ["explain", "--budget", "0.5", "--vs", "0.6"]])
+def test_a_non_utf8_byte_names_its_line(tmp_path, capsys, monkeypatch, cmd):
+    """A stray byte deep in a log said only 'position 123' of the whole file."""
+    monkeypatch.chdir(tmp_path)
+    lines = CONST + call("f", ["a"], ["c"])
+    p = tmp_path / "bad.log"
+    data = ("\n".join(lines) + "\n").encode()
+    i = data.index(b'"f"')
+    p.write_bytes(data[:i + 1] + b"\xff" + data[i + 2:])  # the op name of line 3
+    rc, out, err = run(capsys, "dtr", cmd[0], p, *cmd[1:])
+    assert rc == 2 and out == "", (out, err)
+    one_error_line(err, f"{p}:3:", "UTF-8")
