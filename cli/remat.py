@@ -19,7 +19,9 @@ def add_parsers(sub) -> None:
     g, j = graph_parent(), json_parent()
     s = sub.add_parser("remat", parents=[g, remat_parent(time_limit=60.0, method_help=METHOD_HELP), j],
                        help="rematerialization: least compute within a memory budget (or least peak within a compute budget)")
-    s.add_argument("--budget", type=ratio_or_bytes, default=0.8, help=BUDGET_HELP + " (default 0.8)")
+    s.add_argument("--budget", type=ratio_or_bytes, default=None,
+                   help=BUDGET_HELP + " (default 0.8 with --objective compute; with --objective peak no default: "
+                                      "a budget given is an upper limit on the peak)")
     s.add_argument("--objective", choices=["compute", "peak"], default="compute",
                    help="compute: least compute with peak <= budget; peak: least peak with compute <= (1+eps) x baseline")
     s.add_argument("--eps", type=float, default=0.0, help="extra compute allowed with --objective peak (default 0)")
@@ -34,6 +36,7 @@ def add_parsers(sub) -> None:
     s.set_defaults(func=cmd_pareto)
 
 
+DEFAULT_BUDGET = 0.8  # remat --budget with --objective compute
 METHOD_HELP = "cp, milp, checkpoint-all, chen-sqrt, revolve, dtr-greedy, sp-knapsack, width-dp, scale (large graphs: free order, no cap)"
 
 
@@ -41,6 +44,8 @@ def cmd_remat(args) -> int:
     from memsched.solvers.remat import dispatch as remat
 
     g = load_graph(args.graph)
+    if args.budget is None and args.objective == "compute":
+        args.budget = DEFAULT_BUDGET
     t0 = time.perf_counter()
     try:
         check_mip_solver(args)
@@ -53,8 +58,8 @@ def cmd_remat(args) -> int:
 
         res = SolveResult(solver=f"remat-{args.method}", status=Status.INTERRUPTED, objective=args.objective,
                           wall_s=time.perf_counter() - t0, message="interrupted before a schedule was found",
-                          params={"method": args.method, "budget": remat.resolve_budget(g, args.budget)
-                                  if args.objective == "compute" else args.budget})
+                          params={"method": args.method, "budget": None if args.budget is None
+                                  else remat.resolve_budget(g, args.budget)})
     mark_interrupted(res)
     if args.json:
         d = remat.result_json(g, res)

@@ -107,3 +107,21 @@ def test_suggest_scale_is_exact():
         else:
             assert evaluate(scaled_graph(g, k), s).peak <= limit
     assert _suggest_scale(g, s, 2) is None
+
+
+# ------------------------------------------------------------ remat --objective peak
+def test_remat_objective_peak_has_no_default_budget(capsys):
+    """remat --objective peak ("least peak with compute <= (1+eps) x baseline") silently
+    applied --budget's default 0.8 as a cap on the peak, so chain_12 (least peak 200 = its
+    given-order peak) was reported 'infeasible for the asked problem'. Without --budget
+    there is no peak cap; a --budget given is one."""
+    rc, out, err = run(capsys, "remat", CHAIN, "--objective", "peak", "--time-limit", "10", "--json")
+    assert rc == 0, err
+    d = json.loads(out)
+    assert d["status"] == "optimal" and d["peak"] == 200 and d["budget"] is None
+    rc, out, err = run(capsys, "remat", CHAIN, "--objective", "peak", "--time-limit", "10")
+    assert rc == 0 and "optimal" in out and "infeasible" not in out
+    rc, out, err = run(capsys, "remat", CHAIN, "--objective", "peak", "--budget", "0.8", "--json")
+    assert rc == 0 and json.loads(out)["status"] == "infeasible" and json.loads(out)["budget"] == 160
+    rc, out, err = run(capsys, "remat", CHAIN, "--json")  # the compute objective keeps its default 0.8
+    assert rc == 0 and json.loads(out)["budget"] == 160
