@@ -22,11 +22,12 @@ from memsched.solvers.result import Status, make_result
 SOLVER = "remat-dtr-greedy"
 
 
-def greedy_schedule(graph, budget, caps, order, score="dtr"):
+def greedy_schedule(graph, budget, caps, order, score="dtr", deadline=None):
     """A schedule within ``budget`` and ``caps`` following ``order``, or None.
-    ``score="belady"`` replaces staleness by the distance to the next use (offline)."""
+    ``score="belady"`` replaces staleness by the distance to the next use (offline).
+    ``deadline``: a ``time.perf_counter()`` value; past it, None."""
     try:
-        s = Executor(graph, order, budget=budget, caps=caps, evict=True, score=score).execute()
+        s = Executor(graph, order, budget=budget, caps=caps, evict=True, score=score, deadline=deadline).execute()
     except ExecutionFailed:
         return None
     ev = evaluate(graph, s)

@@ -13,6 +13,7 @@ Runs in O(events x resident tensors) with budget eviction, O(events) otherwise.
 from __future__ import annotations
 
 import sys
+import time
 
 from memsched.formulations import Graph
 from memsched.formulations.schedule import COMPUTE, FREE, Schedule
@@ -26,8 +27,10 @@ class ExecutionFailed(Exception):
 
 class Executor:
     def __init__(self, graph: Graph, order: list[int], *, budget: int | None = None, caps=None,
-                 drop_after_use: set[int] | None = None, evict: bool = False, score: str = "dtr"):
+                 drop_after_use: set[int] | None = None, evict: bool = False, score: str = "dtr",
+                 deadline: float | None = None):
         g = self.g = graph
+        self.deadline = deadline  # time.perf_counter() value: past it, execution fails
         self.order = list(order)
         self.B = budget
         self.caps = caps
@@ -49,6 +52,7 @@ class Executor:
                 if any(caps is None or caps[c] is None or caps[c] > 0 for c in g.consumers[j]):
                     self.last[j] = len(self.order)
         self.keep = g.pinned_idx | g.output_idx
+        self.final_inputs: set[int] = set()
         self.resident = bytearray(n_t)
         self.mem = 0
         for j in g.input_idx:
@@ -68,9 +72,25 @@ class Executor:
         self.events.append((FREE, j))
 
     def _needed_later(self, j: int) -> bool:
-        if j in self.g.output_idx:
+        if j in self.g.output_idx or j in self.final_inputs:
             return True
         return self.last[j] > self.step
+
+    def _inputs_below(self, tensors) -> set[int]:
+        """The graph inputs that recomputing ``tensors`` may read (their ancestors' inputs)."""
+        g = self.g
+        seen, stack, out = set(), list(tensors), set()
+        while stack:
+            j = stack.pop()
+            if j in seen:
+                continue
+            seen.add(j)
+            p = g.producer[j]
+            if p == -1:
+                out.add(j)
+            else:
+                stack.extend(g.op_in[p])
+        return out
 
     def _can_recompute(self, p: int) -> bool:
         if p == -1:
@@ -85,6 +105,8 @@ class Executor:
             return  # static policies: the evaluator reports the peak
         g = self.g
         while self.mem + need > self.B:
+            if self.deadline is not None and time.perf_counter() > self.deadline:
+                raise ExecutionFailed("time limit reached")
             best, best_key = -1, None
             for j in range(g.n_tensors):
                 if not self.resident[j] or j in self.locked or j in g.pinned_idx or g.size[j] == 0:
@@ -145,6 +167,8 @@ class Executor:
         g = self.g
         if depth > 5000:
             raise ExecutionFailed("recomputation too deep")
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise ExecutionFailed("time limit reached")
         ins = g.op_in[v]
         self._lock(ins)
         try:
@@ -154,8 +178,8 @@ class Executor:
                 raise ExecutionFailed(f"operator {g.ops[v].name!r} exceeds its cap")
             for j in g.op_out[v]:  # recompute only after free
                 if self.resident[j]:
-                    if j in self.locked:
-                        raise ExecutionFailed("output of a recomputed operator is in use")
+                    # also when a reader holds it (locked): v's computation, next, brings it
+                    # back before anyone reads it again
                     self._free(j)
             need = sum(g.size[j] for j in g.op_out[v]) + g.workspace[v]
             self._make_room(need)
@@ -190,7 +214,11 @@ class Executor:
             self.step = len(self.order)
             done = []
             try:  # a required output brought back stays: later ones may not evict it
-                for j in g.output_idx:
+                outs = list(g.output_idx)
+                for i, j in enumerate(outs):
+                    # graph inputs (never recomputable) that bringing back the outputs still to
+                    # come may read stay resident
+                    self.final_inputs = self._inputs_below(outs[i:])
                     self.materialize(j)
                     self._lock([j])
                     done.append(j)
