@@ -309,6 +309,9 @@ def _explain(args) -> int:
     if args.max_pins < 0:
         raise MemschedError(f"--max-pins must be non-negative, got {args.max_pins}")
     alloc = getattr(args, "allocator", "bytes")
+    if alloc != "bytes" and args.vs is not None:
+        raise MemschedError(f"dtr explain: --vs is for --allocator bytes (two budgets side by side); with "
+                            f"--allocator {alloc} the failure at --budget is explained alone: drop --vs")
     if alloc != "bytes":
         from memsched.solvers.dtr.allocator import check_heuristic_allocator
 

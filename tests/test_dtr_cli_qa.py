@@ -197,3 +197,14 @@ def test_a_non_utf8_byte_names_its_line(tmp_path, capsys, monkeypatch, cmd):
     rc, out, err = run(capsys, "dtr", cmd[0], p, *cmd[1:])
     assert rc == 2 and out == "", (out, err)
     one_error_line(err, f"{p}:3:", "UTF-8")
+
+
+# ------------------------------------------------------------------ explain
+def test_explain_with_an_allocator_refuses_vs(tmp_path, capsys):
+    """`explain --allocator first-fit --vs R` explained --budget alone and dropped --vs
+    without a word (the address-aware explanation has no second budget)."""
+    trace = synth_file(tmp_path, 12, 3)
+    rc, out, err = run(capsys, "dtr", "explain", trace, "--budget", "0.4", "--vs", "0.5", "--allocator", "first-fit",
+                       "--max-pins", "1")
+    assert rc == 2 and out == "", (out, err)
+    one_error_line(err, "--vs", "--allocator")
