@@ -24,6 +24,12 @@ class ScheduleFormatError(MemschedError):
     """A schedule file or event list names unknown operators/tensors or is malformed."""
 
 
+def _need_list(x, what: str) -> None:
+    """A string (or a mapping) iterates over its characters (keys): "v0" is not ["v0"]."""
+    if isinstance(x, (str, bytes, dict)) or x is None:
+        raise ScheduleFormatError(f"{what} must be a list, got {type(x).__name__} {x!r:.60}")
+
+
 @dataclass(frozen=True)
 class Schedule:
     """An immutable event list; ``events[k] = (kind, index)`` with kind COMPUTE (operator
@@ -73,6 +79,7 @@ class Schedule:
     @classmethod
     def from_names(cls, graph: Graph, events: Iterable[Sequence[str]]) -> "Schedule":
         """From ``[("compute", op_name) | ("free", tensor_name), ...]``."""
+        _need_list(events, "events")
         out = []
         for k, ev in enumerate(events):
             if not isinstance(ev, (list, tuple)) or len(ev) != 2:
@@ -92,6 +99,7 @@ class Schedule:
 
     @classmethod
     def from_order_names(cls, graph: Graph, names: Iterable[str]) -> "Schedule":
+        _need_list(names, "order")
         order = []
         for k, name in enumerate(names):
             if name not in graph.op_index:

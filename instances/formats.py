@@ -70,6 +70,16 @@ def _need(obj: dict, key: str, where: str):
     return obj[key]
 
 
+def _list(obj: dict, key: str, where: str, *, required: bool = True) -> list:
+    """A field that must be a JSON list (a string is iterable too, but "ab" is not ["a", "b"])."""
+    v = _need(obj, key, where) if required else obj.get(key, [])
+    if v is None and not required:
+        return []
+    if not isinstance(v, list):
+        raise InputError(f"{where}: field {key!r} must be a list, got {type(v).__name__} {v!r:.60}")
+    return v
+
+
 # ----------------------------------------------------------------- native
 def graph_to_json(g: Graph) -> dict:
     return {
@@ -93,20 +103,27 @@ def _native(d: dict, src: str) -> Graph:
     if v != FORMAT_VERSION:
         raise InputError(f"{src}: unsupported memsched-graph version {v!r} (this memsched reads version {FORMAT_VERSION})")
     tensors = []
-    for k, t in enumerate(_need(d, "tensors", src)):
+    for k, t in enumerate(_list(d, "tensors", src)):
         w = f"{src}: tensors[{k}]"
         tensors.append(Tensor(_need(t, "name", w), _need(t, "size", w)))
     ops = []
-    for k, o in enumerate(_need(d, "operators", src)):
+    for k, o in enumerate(_list(d, "operators", src)):
         w = f"{src}: operators[{k}]"
         name = _need(o, "name", w)
         ins, outs = o.get("inputs", []), _need(o, "outputs", w)
         if not isinstance(ins, list) or not isinstance(outs, list):
             raise InputError(f"{w} ({name!r}): inputs and outputs must be lists of tensor names")
         ops.append(Operator(name, tuple(ins), tuple(outs), o.get("cost", 1.0), o.get("workspace", 0)))
-    return Graph(ops, tensors, pinned=frozenset(d.get("pinned", [])), outputs=tuple(d.get("outputs", [])),
-                 order=tuple(d["order"]) if d.get("order") else None, name=d.get("name", Path(src).stem),
-                 meta=d.get("meta", {}) or {})
+    pinned, outputs = _list(d, "pinned", src, required=False), _list(d, "outputs", src, required=False)
+    order = _list(d, "order", src, required=False)
+    name = d.get("name", Path(src).stem)
+    if not isinstance(name, str):
+        raise InputError(f"{src}: field 'name' must be a string, got {type(name).__name__} {name!r:.60}")
+    meta = d.get("meta", {}) or {}
+    if not isinstance(meta, dict):
+        raise InputError(f"{src}: field 'meta' must be an object, got {type(meta).__name__}")
+    return Graph(ops, tensors, pinned=frozenset(pinned), outputs=tuple(outputs), order=tuple(order) if order else None,
+                 name=name, meta=meta)
 
 
 # --------------------------------------------------------------- node-link
@@ -247,6 +264,11 @@ def load_schedule(graph: Graph, path: str | Path) -> Schedule:
             ev = d.get("events", d.get("schedule"))
             if ev is not None:
                 return Schedule.from_names(graph, ev)
+            if ("events" in d or "schedule" in d) and not isinstance(d.get("order"), list):
+                # a result file of memsched order/remat --json without a schedule ('order' is then
+                # remat's order scope, "free" or "given", not a list of operators)
+                st = f" (status {d['status']})" if isinstance(d.get("status"), str) else ""
+                raise InputError(f"{path}: holds no schedule{st}: 'schedule' is null")
             if "order" in d:
                 return Schedule.from_order_names(graph, d["order"])
         raise InputError(f"{path}: not a schedule: expected 'events', 'schedule' or 'order'")

@@ -125,3 +125,50 @@ def test_remat_objective_peak_has_no_default_budget(capsys):
     assert rc == 0 and json.loads(out)["status"] == "infeasible" and json.loads(out)["budget"] == 160
     rc, out, err = run(capsys, "remat", CHAIN, "--json")  # the compute objective keeps its default 0.8
     assert rc == 0 and json.loads(out)["budget"] == 160
+
+
+# ------------------------------------------------------------ a string where a list belongs
+def _native(**over):
+    d = {"format": "memsched-graph", "version": 1, "name": "sl",
+         "tensors": [{"name": "x", "size": 5}, {"name": "a", "size": 5}, {"name": "b", "size": 7}],
+         "operators": [{"name": "A", "inputs": ["x"], "outputs": ["a"]}, {"name": "B", "inputs": ["x"], "outputs": ["b"]}]}
+    d.update(over)
+    return d
+
+
+@pytest.mark.parametrize("field,value", [("outputs", "ab"), ("pinned", "x"), ("order", "AB"), ("name", ["x"]),
+                                         ("meta", [1]), ("tensors", "x"), ("operators", {"A": 1})])
+def test_graph_field_of_the_wrong_type_is_refused(tmp_path, capsys, field, value):
+    """'outputs': "ab" was read as the required outputs ['a', 'b'] (a string is iterable),
+    'order': "AB" as the order A, B: silently another graph. Every list field must be a list."""
+    p = tmp_path / "g.json"
+    p.write_text(json.dumps(_native(**{field: value})))
+    rc, out, err = run(capsys, "info", p)
+    assert rc == 2 and out == ""
+    one_error_line(err, "g.json", field)
+
+
+def test_schedule_order_string_is_refused(tmp_path, capsys):
+    """{"order": "v0"} was read as the operators 'v', '0' (here: an unknown operator 'v');
+    with one-letter names it would have been a valid schedule."""
+    s = tmp_path / "s.json"
+    s.write_text(json.dumps({"order": "v0"}))
+    rc, out, err = run(capsys, "eval", CHAIN, s)
+    assert rc == 2
+    one_error_line(err, "s.json", "list")
+
+
+def test_infeasible_remat_json_as_schedule_names_the_cause(tmp_path, capsys):
+    """The --json of an infeasible remat ('schedule': null, 'order': 'free') given to eval/run
+    said "order position 0: unknown operator 'f'" (it read the order scope 'free' as
+    operator names); now it says the file holds no schedule and why."""
+    rc, out, _ = run(capsys, "remat", CHAIN, "--json")
+    assert rc == 0 and json.loads(out)["status"] == "infeasible"
+    s = tmp_path / "r.json"
+    s.write_text(out)
+    for cmd in ("eval", "run", "emit"):
+        extra = ["-o", tmp_path / "p.py"] if cmd == "emit" else []
+        rc, out2, err = run(capsys, cmd, CHAIN, s, *extra)
+        assert rc == 2
+        one_error_line(err, "r.json", "no schedule", "infeasible")
+    assert not (tmp_path / "p.py").exists()
