@@ -157,6 +157,10 @@ def _sweep_command(args, results: str | None) -> str:
     parts += ["--early-stop"] if getattr(args, "early_stop", False) else []
     parts += ["--allocator", args.allocator] if getattr(args, "allocator", "bytes") != "bytes" else []
     parts += ["--dask", args.dask] if args.dask else ["--jobs", str(args.jobs)]
+    parts += ["--plot", args.plot] if args.plot else []
+    parts += ["--fsync"] if getattr(args, "fsync", False) else []
+    parts += ["-q"] if args.quiet else []
+    parts += ["--json"] if args.json else []
     parts += ["--results", results or "FILE.jsonl", "--resume"]
     return shlex.join(parts)
 

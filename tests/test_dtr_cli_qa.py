@@ -208,3 +208,28 @@ def test_explain_with_an_allocator_refuses_vs(tmp_path, capsys):
                        "--max-pins", "1")
     assert rc == 2 and out == "", (out, err)
     one_error_line(err, "--vs", "--allocator")
+
+
+# ------------------------------------------------------------------ Ctrl-C
+@pytest.mark.parametrize("extra", [
+    [], ["--plot", "map.png"], ["--fsync"], ["--json"], ["-q"], ["--step", "0.05", "--early-stop"],
+    ["--allocator", "best-fit", "--no-share", "--refine", "bisect", "--overhead-limit", "inf"],
+])
+def test_resume_hint_is_the_same_sweep(extra):
+    """The command printed after Ctrl-C parses to the interrupted sweep's options plus
+    --resume (it dropped --plot and --fsync: the resumed run wrote no map)."""
+    import shlex
+
+    from memsched.cli.dtr import _sweep_command
+    from memsched.cli.main import build_parser
+
+    argv = ["dtr", "sweep", "a.log", "b.log", "--heuristic", "dtr,lru", "--lo", "0.2", "--hi", "0.4",
+            "--jobs", "1", "--results", "r.jsonl", *extra]
+    args = build_parser().parse_args(argv)
+    hint = shlex.split(_sweep_command(args, "r.jsonl"))
+    assert hint[0] == "memsched"
+    again = build_parser().parse_args(hint[1:])
+    want = dict(vars(args), resume=True)
+    got = vars(again)
+    keys = [k for k in want if not callable(want[k]) and k != "dtr_parser"]
+    assert {k: got.get(k) for k in keys} == {k: want[k] for k in keys}
