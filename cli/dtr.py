@@ -30,10 +30,26 @@ def _is_trace(path: str) -> bool:
     return True
 
 
+def _need_trace(path: str) -> None:
+    """A memsched graph where a DTR log is needed: say so (its parse error would be JSON's).
+    Anything else that is no DTR log is left to the trace parser's FILE:LINE message."""
+    if _is_trace(path):
+        return
+    from memsched.instances.formats import load_graph
+
+    try:
+        load_graph(path)
+    except (MemschedError, OSError, ValueError):
+        return
+    raise MemschedError(f"{path}: a memsched graph, not a DTR log (only dtr replay takes a graph: "
+                         "it replays the given order)")
+
+
 def _load(args):
     from memsched.instances.dtr_trace import parse_trace
 
     start = {"auto": None, "yes": True, "no": False}[getattr(args, "start", "auto")]
+    _need_trace(args.trace)
     tr = parse_trace(args.trace, start=start)
     if not tr.ops:  # an empty (or blank) file would "replay" as ok with budget 0
         raise MemschedError(f"{args.trace}: empty trace (no operator calls); nothing to replay")
@@ -224,6 +240,7 @@ def _sweep(args) -> int:
             raise MemschedError(f"{t}: a directory; name the trace files (e.g. {t}/*.log)")
         if not Path(t).is_file():
             raise MemschedError(f"{t}: no such trace file")
+        _need_trace(t)
     pairs = [(t, h) for t in args.trace for h in heuristics]
     log = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     from memsched.solvers.pool.executors import DaskExecutor, LocalExecutor

@@ -233,3 +233,28 @@ def test_resume_hint_is_the_same_sweep(extra):
     got = vars(again)
     keys = [k for k in want if not callable(want[k]) and k != "dtr_parser"]
     assert {k: got.get(k) for k in keys} == {k: want[k] for k in keys}
+
+
+@pytest.mark.parametrize("cmd", [["sweep", "--step", "0.1", "-q", "--jobs", "1"], ["to-graph", "-o", "out.json"],
+                                 ["explain", "--budget", "0.5", "--vs", "0.6"]])
+def test_a_graph_given_for_a_trace_is_named(tmp_path, capsys, monkeypatch, cmd):
+    """A memsched graph passed where a DTR log is needed said 'g.json:1: invalid JSON:
+    Expecting property name enclosed in double quotes'."""
+    from memsched.instances.dtr_trace import parse_trace
+    from memsched.instances.formats import save_graph
+    from memsched.solvers.dtr.graph import trace_to_graph
+
+    monkeypatch.chdir(tmp_path)
+    g = tmp_path / "g.json"
+    save_graph(trace_to_graph(parse_trace(synth_file(tmp_path, 8, 2))), g)
+    rc, out, err = run(capsys, "dtr", cmd[0], g, *cmd[1:])
+    assert rc == 2 and out == "", (out, err)
+    one_error_line(err, str(g), "memsched graph", "DTR log")
+
+
+def test_a_bad_first_record_is_still_a_trace_error(tmp_path, capsys):
+    """A log whose first record lacks INSTRUCTION is no graph: the parser's line."""
+    p = write(tmp_path, ['{"X": 1}'] + CONST)
+    rc, out, err = run(capsys, "dtr", "sweep", p, "--step", "0.1", "-q", "--jobs", "1")
+    assert rc == 2 and out == ""
+    one_error_line(err, f"{p}:1:", "INSTRUCTION")
