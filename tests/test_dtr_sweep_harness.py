@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import memsched.cli.main
@@ -64,6 +64,7 @@ def key(res):
 @settings(max_examples=80, deadline=None)
 @given(n=st.integers(4, 24), seed=st.integers(0, 10 ** 6), refine=st.sampled_from(["scan", "bisect"]),
        h=st.sampled_from(["dtr", "lru", "dtr-eqclass"]), repeats=st.integers(1, 3))
+@example(n=6, seed=207, refine="scan", h="dtr", repeats=2)  # repeats of a hole's interior derived in their round
 def test_protocol_invariants(n, seed, refine, h, repeats):
     """Reference-free checks of the protocol: the coarse grid is sampled; no two
     neighbouring samples of different classes are more than one resolution step apart
@@ -87,7 +88,7 @@ def test_protocol_invariants(n, seed, refine, h, repeats):
         r = replay(tr, ks[i] * 0.01, heuristic=h)
         assert (p.outcome, p.clock, p.peak, p.evictions, p.budget) == (r.outcome, r.clock, r.peak, r.evictions,
                                                                        r.budget)
-    assert res.replays + res.derived == sum(p.runs for p in res.points) and res.reused == 0
+    assert res.replays + res.derived + res.repeat_derived == sum(p.runs for p in res.points) and res.reused == 0
 
 
 # ------------------------------------------------------------------ pool == inline
