@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from memsched.cli.fmt import fmt_bytes, table
+from memsched.cli.interrupts import interrupted
 from memsched.cli.options import graph_parent, json_parent, load_graph, program_parent, size
 from memsched.cli.paths import check_output
 from memsched.formulations import Graph, Schedule, evaluate
@@ -25,6 +26,8 @@ def schedule_for(graph: Graph, method: str = "given", *, time_limit: float = 60.
     from memsched.solvers.ordering import dispatch as ordering
 
     res = ordering.solve_order(graph, method=method, exact=(method == "exact"), time_limit=time_limit, workers=1)
+    if interrupted():  # Ctrl-C stopped the solver (it handed back its best so far): stop here, write and run nothing
+        raise KeyboardInterrupt
     if res.schedule is None:
         raise ExecError(f"--method {method}: the solver returned no schedule ({res.status})")
     return res.schedule, f"{method} ({res.status})"

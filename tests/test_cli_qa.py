@@ -172,3 +172,25 @@ def test_infeasible_remat_json_as_schedule_names_the_cause(tmp_path, capsys):
         assert rc == 2
         one_error_line(err, "r.json", "no schedule", "infeasible")
     assert not (tmp_path / "p.py").exists()
+
+
+# ------------------------------------------------------------ Ctrl-C in emit / run / arena --method exact
+@pytest.mark.parametrize("cmd", ["emit", "run", "arena"])
+def test_ctrl_c_in_the_exact_order_of_emit_run_arena(tmp_path, cmd):
+    """Ctrl-C while emit/run/arena solved --method exact was swallowed: the command went on,
+    wrote or ran the best-so-far order labelled 'exact (timeout)' and exited 0. Now it
+    stops: one line, exit 130, nothing written."""
+    from memsched.instances.generators import random_layered
+    from test_cli_interrupt import interrupt
+
+    g = tmp_path / "n500.json"
+    save_graph(random_layered(500, seed=2), g)
+    prog = tmp_path / "p.py"
+    extra = ["-o", prog] if cmd == "emit" else (["--keep", prog] if cmd == "run" else [])
+    rc, out, err, dt = interrupt([cmd, g, "--method", "exact", "--time-limit", "60", *extra], after=5.0)
+    if rc is None:
+        pytest.skip("the exact order finished before the signal")
+    assert rc == 130, (rc, out[-500:], err[-800:])
+    assert "Traceback" not in err and out == ""
+    assert "interrupted" in err.strip().splitlines()[-1]
+    assert not prog.exists()
