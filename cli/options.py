@@ -12,7 +12,8 @@ from memsched.cli.interrupts import interrupted
 from memsched.cli.paths import BUDGET_HELP, parse_budget
 from memsched.formulations import MemschedError
 
-__all__ = ["EXIT_USER_ERROR", "UsageError", "ratio_or_bytes", "positive_float", "nonneg_float", "size",
+__all__ = ["EXIT_USER_ERROR", "UsageError", "ratio_or_bytes", "positive_float", "nonneg_float", "size", "seed", "workers",
+           "SEED_HELP",
            "check_mip_solver", "load_graph", "graph_parent", "json_parent", "remat_parent", "program_parent",
            "BUDGET_HELP", "ORDER_HELP"]
 
@@ -20,6 +21,9 @@ EXIT_USER_ERROR = 2
 
 ORDER_HELP = ("free: any schedule (default); given: first computations keep the graph's given order "
               "(Checkmate's and Moccasin's class). optimal/infeasible/lower bound refer to this choice")
+
+
+SEED_HELP = "random seed of the solvers (CP-SAT), 0 to 2^31-1 (default 0); the same seed gives the same answer"
 
 
 class UsageError(MemschedError):
@@ -51,6 +55,32 @@ def nonneg_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not math.isfinite(v) or v < 0:
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return v
+
+
+SEED_MAX = 2 ** 31 - 1  # CP-SAT's random_seed is a signed 32-bit integer
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def seed(text: str) -> int:
+    """--seed: an integer 0 <= s < 2^31 (CP-SAT's seed is 32 bits)."""
+    v = _int(text)
+    if not 0 <= v <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"must be an integer from 0 to {SEED_MAX}, got {text!r}")
+    return v
+
+
+def workers(text: str) -> int:
+    """--workers: 0 (one per CPU core) or a positive count."""
+    v = _int(text)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 (one per CPU core) or a positive count, got {text!r}")
     return v
 
 
@@ -115,8 +145,8 @@ def remat_parent(*, time_limit: float, method_help: str) -> argparse.ArgumentPar
     p.add_argument("--mip-solver", default="highs",
                    help="Pyomo solver for --method milp: highs (via highspy, default), cbc, glpk, gurobi, scip, ...")
     p.add_argument("--time-limit", type=positive_float, default=time_limit, help=f"seconds (default {time_limit:g})")
-    p.add_argument("--workers", type=int, default=0, help="CP-SAT workers for --method cp (default 0: one per CPU core)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=workers, default=0, help="CP-SAT workers for --method cp (default 0: one per CPU core)")
+    p.add_argument("--seed", type=seed, default=0, help=SEED_HELP)
     return p
 
 

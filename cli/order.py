@@ -5,7 +5,8 @@ import time
 
 from memsched.cli.fmt import emit_json, fmt_bytes, fmt_num, solver_output_to_stderr, table
 from memsched.cli.interrupts import interrupted, mark_interrupted
-from memsched.cli.options import graph_parent, json_parent, load_graph, nonneg_float, positive_float
+from memsched.cli.options import (SEED_HELP, graph_parent, json_parent, load_graph, nonneg_float, positive_float, seed,
+                                  workers)
 from memsched.formulations import Graph, Schedule, evaluate
 from memsched.solvers.result import SolveResult
 
@@ -25,8 +26,8 @@ def add_parsers(sub) -> None:
                    help="given, dfs, bfs, lpmf, greedy, liu (trees), best (lowest of all heuristics); default best")
     s.add_argument("--exact", action="store_true", help="solve to optimality with CP-SAT and certify with lower bounds")
     s.add_argument("--time-limit", type=positive_float, default=60.0, help="seconds for --exact (default 60)")
-    s.add_argument("--workers", type=int, default=2, help="CP-SAT workers (default 2)")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--workers", type=workers, default=2, help="CP-SAT workers for --exact (default 2; 0: one per CPU core)")
+    s.add_argument("--seed", type=seed, default=0, help=SEED_HELP)
     s.set_defaults(func=cmd_order)
 
     s = sub.add_parser("bound", parents=[g, j], help="lower bounds on the optimal peak (no search)")

@@ -194,3 +194,33 @@ def test_ctrl_c_in_the_exact_order_of_emit_run_arena(tmp_path, cmd):
     assert "Traceback" not in err and out == ""
     assert "interrupted" in err.strip().splitlines()[-1]
     assert not prog.exists()
+
+
+# ------------------------------------------------------------ --seed and --workers
+@pytest.mark.parametrize("argv", [["order", CHAIN, "--exact", "--seed", "99999999999"],
+                                  ["remat", CHAIN, "--seed", "99999999999"],
+                                  ["pareto", CHAIN, "--seed", "-1"],
+                                  ["remat", CHAIN, "--workers", "-5"],
+                                  ["order", CHAIN, "--exact", "--workers", "-1"],
+                                  ["pareto", CHAIN, "--workers", "-2"]])
+def test_seed_and_workers_out_of_range(capsys, argv):
+    """--seed 99999999999 reached CP-SAT and died with a TypeError traceback from OR-Tools'
+    parameter setter (its seed is a 32-bit integer); --workers -5 was silently taken as
+    'one per core'. Both are refused by the option parser: one line, exit 2."""
+    rc, out, err = run(capsys, *argv)
+    assert rc == 2 and out == ""
+    one_error_line(err, "--seed" if "--seed" in argv else "--workers")
+
+
+def test_cpsat_seed_out_of_range_is_a_typed_error():
+    """The library refuses a CP-SAT seed outside 32 bits with a MemschedError (no OR-Tools TypeError)."""
+    from ortools.sat.python import cp_model
+
+    from memsched.formulations import MemschedError
+    from memsched.solvers.engines.cpsat import solve_cpsat
+
+    m = cp_model.CpModel()
+    m.NewIntVar(0, 1, "x")
+    with pytest.raises(MemschedError, match="seed"):
+        solve_cpsat(m, time_limit=1, seed=2 ** 40)
+    assert solve_cpsat(m, time_limit=1, seed=2 ** 31 - 1) is not None

@@ -53,6 +53,10 @@ def solve_cpsat(model, *, time_limit: float, workers: int = 0, seed: int = 0, lo
     p = solver.parameters
     p.max_time_in_seconds = max(0.01, float(time_limit))
     p.num_workers = resolve_workers(workers)
+    if not -2 ** 31 <= int(seed) < 2 ** 31:
+        from memsched.formulations import MemschedError
+
+        raise MemschedError(f"{name}: random seed must be a 32-bit integer (0 to 2^31-1), got {seed}")
     p.random_seed = int(seed)
     p.log_search_progress = bool(log)
     for k, v in (params or {}).items():
