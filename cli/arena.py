@@ -137,7 +137,7 @@ def add_parsers(sub) -> None:
     s.add_argument("--time-limit", type=float, default=60.0, help="seconds (default 60)")
     s.add_argument("--plot", metavar="FILE.png", help="write the time x address picture")
     s.add_argument("--offsets", action="store_true", help="print every buffer's offset")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print one JSON object (offsets included)")
     s.set_defaults(func=cmd_arena)
 
 

@@ -234,8 +234,10 @@ def cli(args) -> int:
 def add_parsers(sub) -> None:
     s = sub.add_parser("crosscheck", parents=[graph_parent(), json_parent()],
                        help="solve one instance every way and check all answers against each other")
-    s.add_argument("--budget", type=ratio_or_bytes, default=None, help=BUDGET_HELP)
+    s.add_argument("--budget", type=ratio_or_bytes, default=None,
+                   help=BUDGET_HELP + " (default: the smallest of 0.7, 0.8, 0.9 at which remat finds a schedule)")
     s.add_argument("--order", choices=["free", "given"], default="free", help=ORDER_HELP)
-    s.add_argument("--time-limit", type=positive_float, default=30.0)
+    s.add_argument("--time-limit", type=positive_float, default=30.0,
+                   help="seconds for each exact solve (exact order, remat cp, MILP, baselines; default 30)")
     s.add_argument("--plot", metavar="PNG", help="memory timelines plot (.png, .pdf or .svg; checked before solving)")
     s.set_defaults(func=cli)

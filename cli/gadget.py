@@ -63,13 +63,15 @@ def cli_gadget(args) -> int:
 def add_parsers(sub) -> None:
     s = sub.add_parser("gadget", help="generate NP-hardness gadget instances with known optima")
     s.set_defaults(func=cli_gadget, gadget_parser=s)
-    s.add_argument("kind", choices=["knapsack", "3partition"])
+    s.add_argument("kind", choices=["knapsack", "3partition"],
+                   help="source problem: knapsack (remat gadget with a known optimum) or 3partition (a YES/NO instance)")
     s.add_argument("--items", metavar="FILE", help="source problem JSON: knapsack {'items': [{'size':..,'cost':..}], "
                    "'capacity': W}; 3partition {'numbers': [...]}")
     s.add_argument("--random", type=int, metavar="N", help="random source problem with N items (3partition: N numbers, a multiple of 3)")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=int, default=0, help="seed of --random (default 0)")
     s.add_argument("--objective", choices=["compute", "peak"], default="compute",
                    help="compute: least compute within a peak budget; peak: least peak within an extra-compute allowance")
     s.add_argument("--cap", type=int, default=1, help="recompute cap of the 3-partition gadget (default 1)")
     s.add_argument("-o", "--output", metavar="FILE", help="write the instance (and FILE.answer.json with the known optimum)")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true",
+                   help="print the known answer as one JSON object (with the instance itself unless -o is given)")

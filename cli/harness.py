@@ -137,6 +137,8 @@ def add_parsers(sub) -> None:
                                    "each solver's gap; per solver; per family). With -o DIR: report.md, CSV "
                                    "tables and PNG plots in DIR; else the markdown on stdout.")
     s.add_argument("results", metavar="RESULTS", nargs="+", help="results files (JSON lines) from memsched bench")
-    s.add_argument("-o", "--output-dir", metavar="DIR", default=None)
+    s.add_argument("-o", "--output-dir", metavar="DIR", default=None,
+                   help="write report.md, CSV tables and plots here (created inside an existing directory); "
+                        "default: the markdown on stdout")
     s.add_argument("--no-plots", action="store_true", help="tables only")
     s.set_defaults(func=report)

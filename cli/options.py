@@ -23,6 +23,8 @@ ORDER_HELP = ("free: any schedule (default); given: first computations keep the 
               "(Checkmate's and Moccasin's class). optimal/infeasible/lower bound refer to this choice")
 
 
+GRAPH_HELP = ("graph file: memsched-graph JSON or Checkmate/Moccasin node-link JSON, optionally gzipped "
+              "(format detected from the content; docs/format.md)")
 SEED_HELP = "random seed of the solvers (CP-SAT), 0 to 2^31-1 (default 0); the same seed gives the same answer"
 
 
@@ -126,7 +128,7 @@ def load_graph(path):
 def graph_parent() -> argparse.ArgumentParser:
     """GRAPH, the positional argument of every command that reads a graph."""
     p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("graph", metavar="GRAPH")
+    p.add_argument("graph", metavar="GRAPH", help=GRAPH_HELP)
     return p
 
 
@@ -157,8 +159,9 @@ def program_parent() -> argparse.ArgumentParser:
                    help="schedule JSON ('events' or 'order', e.g. the --json output of order/remat); default: --method")
     p.add_argument("--method", default="given",
                    help="without SCHEDULE: given (default), an ordering heuristic (dfs, bfs, lpmf, greedy, liu, best) or exact")
-    p.add_argument("--time-limit", type=positive_float, default=60.0, help="seconds for --method exact")
-    p.add_argument("--backend", choices=["numpy", "torch"], default="numpy")
+    p.add_argument("--time-limit", type=positive_float, default=60.0, help="seconds for --method exact (default 60)")
+    p.add_argument("--backend", choices=["numpy", "torch"], default="numpy",
+                   help="array library of the emitted program (default numpy; torch for --device cuda)")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="torch backend only")
     p.add_argument("--arena", action="store_true", help="plan one static arena and use views")
     p.add_argument("--scale", type=int, default=1, help="divide every tensor size by N (rounded up)")

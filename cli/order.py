@@ -17,7 +17,8 @@ def add_parsers(sub) -> None:
     s.set_defaults(func=cmd_info)
 
     s = sub.add_parser("eval", parents=[g], help="validate a schedule and report its peak and compute")
-    s.add_argument("schedule", metavar="SCHEDULE", help="JSON with 'events' [[kind, name], ...] or 'order' [op, ...]")
+    s.add_argument("schedule", metavar="SCHEDULE", help="JSON with 'events' [[kind, name], ...] or 'order' [op, ...] "
+                   "(e.g. the --json output of order/remat)")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=cmd_eval)
 

@@ -134,7 +134,8 @@ def add_parsers(sub) -> None:
     s = sub.add_parser("emit", parents=[g, prog], help="write a standalone program that runs a schedule",
                        description="Write a standalone Python program that runs the schedule (numpy or torch "
                                    "backend) and prints its measured peak and output hashes (docs/executors.md).")
-    s.add_argument("-o", "--output", metavar="PROG.py", required=True)
+    s.add_argument("-o", "--output", metavar="PROG.py", required=True,
+                   help="the program file to write (its directory must exist; checked before any work)")
     s.set_defaults(func=cmd_emit)
 
     s = sub.add_parser("run", parents=[g, prog, json_parent()], help="emit and run a schedule; measure the realized peak",
