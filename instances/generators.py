@@ -9,13 +9,31 @@ from __future__ import annotations
 import math
 import random
 
-from memsched.formulations import Graph, Operator, Tensor
+from memsched.formulations import Graph, MemschedError, Operator, Tensor
 
 __all__ = ["chain", "tree", "unet", "random_dag", "random_multi_output", "random_layered"]
 
 
+class GeneratorError(MemschedError, ValueError):
+    """A generator parameter out of range (e.g. no operators)."""
+
+
+def _count(value, what: str = "n", least: int = 1) -> int:
+    """An integer parameter >= ``least`` (n = 0 would be an empty graph, a negative n too)."""
+    import operator
+
+    try:
+        v = None if isinstance(value, bool) else operator.index(value)  # numpy integers too
+    except TypeError:
+        v = None
+    if v is None or v < least:
+        raise GeneratorError(f"{what} must be an integer >= {least}, got {value!r}")
+    return v
+
+
 def chain(n: int, size: int = 100, cost: float = 1.0, *, name: str | None = None) -> Graph:
     """A chain of ``n`` operators v0 -> v1 -> ... each producing ``size`` bytes."""
+    _count(n)
     nodes = [(f"v{i}", size, cost) for i in range(n)]
     edges = [(f"v{i}", f"v{i + 1}") for i in range(n - 1)]
     return Graph.from_single_output(nodes, edges, name=name or f"chain{n}")
@@ -24,6 +42,7 @@ def chain(n: int, size: int = 100, cost: float = 1.0, *, name: str | None = None
 def tree(n: int, seed: int = 0, max_size: int = 100, *, name: str | None = None) -> Graph:
     """A random in-tree (every operator has at most one consumer) with ``n`` operators;
     the root is the last one. Sizes uniform in [1, max_size]."""
+    _count(n)
     rng = random.Random(seed)
     nodes = [(f"t{i}", rng.randint(1, max_size), float(rng.randint(1, 10))) for i in range(n)]
     # node i (i < n-1) feeds a node with larger index: reversing a random recursive tree
@@ -38,6 +57,7 @@ def unet(depth: int = 3, width: int = 1, base: int = 1024, *, name: str | None =
     concatenates the encoder's level-k skip tensor. ``halving=False`` keeps every
     level at ``base`` (channels growing as resolution shrinks): the held skip tensors
     then dominate the peak and rematerialization pays off."""
+    _count(depth, "depth", 0), _count(width, "width"), _count(base, "base")
     nodes, edges = [], []
     prev = None
 
@@ -73,6 +93,7 @@ def random_dag(n: int, seed: int = 0, *, edge_prob: float = 0.3, max_size: int =
     """A random DAG on ``n`` single-output operators: each pair (i<j) is an edge with
     probability ``edge_prob``; every operator but the first gets at least one
     predecessor so the graph is connected. Sizes in [1, max_size], integer costs."""
+    _count(n)
     rng = random.Random(seed)
     nodes = [(f"n{i}", rng.randint(1, max_size), float(rng.randint(1, max_cost))) for i in range(n)]
     edges = []
@@ -85,6 +106,7 @@ def random_dag(n: int, seed: int = 0, *, edge_prob: float = 0.3, max_size: int =
 def random_multi_output(n: int, seed: int = 0, *, max_size: int = 100, name: str | None = None) -> Graph:
     """A random DAG with multi-output operators, a pinned parameter, workspace and a
     required output: exercises every feature of the model."""
+    _count(n)
     rng = random.Random(seed)
     tensors = [Tensor("x", rng.randint(1, max_size)), Tensor("w", rng.randint(1, max_size))]
     ops, avail = [], ["x", "w"]
@@ -125,8 +147,7 @@ def random_layered(n: int, seed: int = 0, *, width: float | None = None, node_le
     spread of Moccasin's n=100/250 files: median ~1.4k, mean ~2k bytes), compute costs
     uniform integers in [1, max_duration] (0 for source and sink). The given order is
     a seeded random topological order; the sink's output is the required output."""
-    if n < 2:
-        raise ValueError("random_layered needs n >= 2")
+    _count(n, "n (random_layered: a source and a sink at least)", 2)
     rng = random.Random(seed)
     w = rng.uniform(0.25, 0.5) if width is None else width
     n_layers = max(1, math.ceil(math.sqrt(n * (1.0 / w - 1.0))))

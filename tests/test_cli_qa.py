@@ -247,3 +247,36 @@ def test_every_option_has_help():
 
     walk(build_parser(), ["memsched"])
     assert not missing, missing
+
+
+# ------------------------------------------------------------ generators in bench specs
+@pytest.mark.parametrize("gen,n", [("random_dag", -6), ("chain", 0), ("tree", -1), ("random_layered", 0),
+                                   ("random_multi_output", 0)])
+def test_bench_generator_with_no_operators_is_refused(tmp_path, capsys, gen, n):
+    """A spec asking random_dag n = -6 silently benchmarked an empty graph ('1 optimal');
+    random_layered n = 0 and random_multi_output n = 0 died with a ValueError / IndexError
+    traceback. A generator's n must be a positive integer: one line naming the spec, exit 2."""
+    spec = tmp_path / "s.toml"
+    seeds = "" if gen == "chain" else "seeds = [0]\n"  # chain takes no seed
+    spec.write_text(f'name = "x"\n[[instances]]\ngenerator = "{gen}"\ngrid = {{n = [{n}]}}\n{seeds}'
+                    '[[solvers]]\nsolver = "order"\n')
+    res = tmp_path / "r.jsonl"
+    rc, out, err = run(capsys, "bench", spec, "-o", res, "-q")
+    assert rc == 2
+    one_error_line(err, "s.toml", "n")
+    assert not res.exists()
+
+
+def test_generators_refuse_bad_sizes_with_a_typed_error():
+    from memsched.formulations import MemschedError
+    from memsched.instances import generators as G
+
+    for fn in (G.chain, G.tree, G.random_dag, G.random_multi_output):
+        for n in (0, -3, 2.5, True):
+            with pytest.raises(MemschedError, match="n must be"):
+                fn(n)
+        assert fn(1).n_ops == 1
+    with pytest.raises(MemschedError):
+        G.random_layered(1)
+    with pytest.raises(MemschedError, match="depth"):
+        G.unet(-1)
