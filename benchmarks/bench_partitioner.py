@@ -20,11 +20,12 @@ backward recomputes it. The evaluator gives its peak and compute. memsched's rem
 (``solve_remat``, CP-SAT, free order) then gets the same budget B = that peak and minimizes
 compute; its result is re-checked by the evaluator too.
 
-    PYTHONPATH=/work/scratch/tfpkgs .venv/bin/python benchmarks/bench_partitioner.py \\
+    PYTHONPATH=$TFPKGS .venv/bin/python benchmarks/bench_partitioner.py \\
         [--models resnet50,gpt2_small] [--budgets 1.0,0.8,0.6,0.4,0.2] [--time-limit 60] [--no-write]
 
 (``transformers`` is needed for the Hugging Face models only, and is not a dependency of
-memsched: put an installation on PYTHONPATH.) Rows are merged per (model, budget) into
+memsched: ``pip install --target $TFPKGS transformers==5.23.0`` puts one in a folder of your
+choice, outside the project, for PYTHONPATH.) Rows are merged per (model, budget) into
 benchmarks/results/partitioner.json and rendered into benchmarks/sections/27-partitioner.md.
 """
 from __future__ import annotations
@@ -149,7 +150,7 @@ def run_model(name: str, budgets: list[float], limit: float, workers: int, ratio
         sched, info = partition_schedule(g, joint, inputs, kw, bud)
         ev = evaluate(g, sched)
         row = {"model": name, "graph": g.name, "ops": g.n_ops, "tensors": g.n_tensors, "capture_s": cap_s,
-               "measured": time.strftime("%H:%M", time.gmtime()),
+               "measured": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
                "budget_knob": bud, "load": os.getloadavg()[0], "base_flops": base, "given_peak": given,
                "pt_peak": ev.peak, "pt_extra": ev.compute - base, **info}
         plans.append((ev.peak, ev.compute - base, bud))
@@ -168,7 +169,7 @@ def run_model(name: str, budgets: list[float], limit: float, workers: int, ratio
         # F the final-state floor (the pinned inputs and the required outputs)
         B = int(ratio * p0) if kind == "p0" else int(floor + ratio * (p0 - floor))
         row = {"model": name, "graph": g.name, "ops": g.n_ops, "tensors": g.n_tensors, "capture_s": cap_s,
-               "measured": time.strftime("%H:%M", time.gmtime()), "budget_knob": None, "ratio": ratio, "rel": kind, "B": B, "load": os.getloadavg()[0],
+               "measured": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "budget_knob": None, "ratio": ratio, "rel": kind, "B": B, "load": os.getloadavg()[0],
                "base_flops": base, "given_peak": given, "floor": floor}
         # PyTorch's cheapest plan (over the knobs run) whose peak fits B, if any
         fit = sorted((x, pk, k) for pk, x, k in plans if pk <= B)
@@ -263,10 +264,16 @@ def _ratio_row(r: dict, mib: int, rows: list[dict]) -> str:
             + f"{(r.get('ms_message') or '')[:110]} |")
 
 
+def _day(r: dict) -> str:
+    """The UTC day a row was measured (rows of 2026-12-01 carry only the time)."""
+    m = r.get("measured", "")
+    return m[:10] if len(m) > 5 else "2026-12-01"
+
+
 def render(rows: list[dict], cmd: str) -> str:
     mib = 1 << 20
     out = ["## Remat at scale: PyTorch's activation-memory-budget partitioner vs memsched (issue 17)", "",
-           f"Measured on {time.strftime('%Y-%m-%d', time.gmtime())} (UTC) with `{cmd}` on the shared 2-core "
+           f"Measured on {', '.join(sorted({_day(r) for r in rows}))} (UTC) with `{cmd}` on the shared 2-core "
            "machine (1-minute load average at the start of each row). Graph: the AOTAutograd joint forward + "
            "backward graph of `loss = sum(model(x))` (the graph the partitioner cuts; corpus model builders, "
            "random weights), one memsched operator per non-view ATen call, cost = FLOPs by torch's flop-counter "
@@ -285,11 +292,12 @@ def render(rows: list[dict], cmd: str) -> str:
            "(every numpy allocation); '= modeled' means realized peak = the evaluator's peak to the byte. "
            "MiB = 2^20 bytes.", "",
            "Rows are kept per (model, budget) from the last run that measured them (same options): "
-           + "; ".join(f"{m}: " + ", ".join(sorted({r.get('measured', 'before 11:00') for r in rows
+           + "; ".join(f"{m}: " + ", ".join(sorted({r.get('measured', '2026-12-01 before 11:00') for r in rows
                                                    if r['model'] == m})) + " UTC"
                        for m in sorted({r["model"] for r in rows}))
-           + ". Rows measured from 11:00 UTC on have the moment-cut covering bound (solvers/remat/cut_bound.py) in "
-           "their lower bounds; earlier rows do not.", "",
+           + ". Rows measured from 2026-12-01 11:00 UTC on have the moment-cut covering bound "
+           "(solvers/remat/cut_bound.py) in their lower bounds; earlier rows do not. Rows from 2026-12-04 on also "
+           "have the on-demand eviction greedy among solve_scale's searches (docs/remat-scale.md).", "",
            "### At PyTorch's own peak, knob by knob", "",
            "| graph | operators | knob | load | PyTorch peak MiB | PyTorch extra | saved / recomputed ops | "
            "partition s | PyTorch run | memsched peak MiB | memsched extra | recomputed ops | status | "
@@ -353,8 +361,8 @@ def render(rows: list[dict], cmd: str) -> str:
         ran = [r for r in sched if (r.get("ms_run") or {}).get("match")]
         out += [f"Budget rows: {len(allr)}; a PyTorch plan fits on {len(fits)}, and memsched dominates it on "
                 f"{len(dom)} of them; {len(inf)} are proven infeasible for every schedule (the reason is in "
-                f"*how*); memsched has a schedule on {len(sched)} ({len(ran)} executed with realized = modeled) and "
-                f"none on {len(unk)}"
+                f"*how*); memsched has a schedule on {len(sched)} ({len(ran)} executed with realized = modeled)"
+                + (f" and none on {len(unk)}" if unk else ": every budget row has a schedule or a proof of infeasibility")
                 + (" (" + ", ".join(f"{r['graph']} at " + (f"{r['ratio']} x P0" if r.get("rel", "p0") == "p0" else
                                            f"F + {r['ratio']} x (P0 - F)") for r in unk) + ": open, the lower bound "
                    "column is what is proven)" if unk else "") + ".", ""]
@@ -391,7 +399,7 @@ def main(argv=None) -> int:
     rows = sorted(old.values(), key=lambda r: (r["model"], r.get("rel", "p0") == "floor", -(r.get("budget_knob") or 0),
                                                -(r.get("ratio") or 0)))
     models = ",".join(sorted({r["model"] for r in rows})) or a.models  # every model in the table
-    cmd = (f"PYTHONPATH=/work/scratch/tfpkgs nice .venv/bin/python benchmarks/bench_partitioner.py --models {models} "
+    cmd = (f"PYTHONPATH=$TFPKGS nice .venv/bin/python benchmarks/bench_partitioner.py --models {models} "
            f"--budgets {a.budgets} --ratios {a.ratios} --floor-ratios {a.floor_ratios} --time-limit {a.time_limit:g} --scale-limit {a.scale_limit:g}")
     text = render(rows, cmd)
     if not a.no_write:
