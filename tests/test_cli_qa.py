@@ -5,31 +5,13 @@ from pathlib import Path
 
 import pytest
 
-import memsched.cli.main
 from memsched.formulations import Graph, Operator, Tensor
 from memsched.instances import save_graph
+from test_cli_pressure import one_error_line, run
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "instances" / "shipped"
 CHAIN = str(SHIPPED / "chain_12.json")
-
-
-def run(capsys, *argv):
-    try:
-        rc = memsched.cli.main.main([str(a) for a in argv])
-    except SystemExit as e:  # argparse's own refusals (exit 2)
-        rc = e.code
-    out = capsys.readouterr()
-    return rc, out.out, out.err
-
-
-def one_error_line(err: str, *needles):
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert "Traceback" not in err, err
-    assert lines and "error" in lines[-1], err
-    for n in needles:
-        assert n in lines[-1], (n, err)
-    return lines[-1]
 
 
 def zero_cost_graph() -> Graph:
