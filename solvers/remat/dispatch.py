@@ -228,7 +228,8 @@ def asked_lower_bound(graph: Graph, problem: RematProblem, stopped: bool = False
     variant for every problem, its given-order variant when the given order is asked; each
     bounded by ``CUT_TIME`` seconds; with ``stopped`` (after Ctrl-C) only those already
     computed and remembered for this graph, budget and caps). Peak objective: the initial memory and each
-    operator's own need while it runs (inputs, outputs, workspace, always-resident bytes)."""
+    operator's own need while it runs (inputs, outputs, workspace, always-resident bytes), and
+    the final state (pinned inputs and required outputs)."""
     if problem.objective == "compute":
         lb = graph.total_cost()
         B = problem.budget

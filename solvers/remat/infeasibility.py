@@ -1,7 +1,8 @@
 """Facts that refute a memory budget, or bound a schedule's peak, without a search model.
 
-* :func:`local_infeasibility`: the initial memory, or one operator's own need while it runs
-  (inputs, outputs, workspace, always-resident bytes), exceeds the budget;
+* :func:`local_infeasibility`: the initial memory, one operator's own need while it runs
+  (inputs, outputs, workspace, always-resident bytes), or the final state (the pinned inputs
+  and every required output, :func:`final_state_floor`) exceeds the budget;
 * :func:`pebbling_infeasibility`: the backward pebbling bound (docs/remat.md, "Backward
   pebbling bound"), valid with any amount of recomputation;
 * :func:`order_lower_bound`: the ordering lower bound on peak, valid for plain orders
@@ -14,7 +15,8 @@ import time
 
 from memsched.formulations import Graph
 
-__all__ = ["local_infeasibility", "pebbling_infeasibility", "order_lower_bound", "local_peak_bound", "useful"]
+__all__ = ["local_infeasibility", "pebbling_infeasibility", "order_lower_bound", "local_peak_bound", "useful",
+           "final_state_floor"]
 
 
 def _own_need(graph: Graph, v: int) -> int:
@@ -25,10 +27,20 @@ def _own_need(graph: Graph, v: int) -> int:
             + sum(graph.size[j] for j in graph.op_out[v]) + graph.workspace[v] + graph.always_resident())
 
 
+def final_state_floor(g: Graph) -> int:
+    """Bytes resident when the last computation of any schedule runs: the pinned inputs and
+    every required output (each at most once). No schedule has a smaller peak
+    (docs/remat-scale.md, "Final-state floor"). O(tensors)."""
+    keep = set(g.pinned_idx) | set(g.output_idx)
+    if not g.n_ops:
+        return g.resident_at_start()
+    return sum(g.size[j] for j in keep)
+
+
 def local_infeasibility(graph: Graph, B: int) -> str | None:
     """A reason why no schedule at all (any recomputation) fits ``B``, from local facts:
-    the initial memory, and each operator's own need while it runs; None if none applies.
-    O(tensors + edges)."""
+    the initial memory, each operator's own need while it runs, and the final state; None
+    if none applies. O(tensors + edges)."""
     init = graph.resident_at_start()
     if init > B:
         return f"the graph inputs alone need {init} bytes > budget {B}"
@@ -44,6 +56,9 @@ def local_infeasibility(graph: Graph, B: int) -> str | None:
         v, need = worst
         extra = f" (+{const} always-resident)" if const else ""
         return f"operator {graph.ops[v].name!r} needs inputs+output+workspace = {need} bytes{extra} > budget {B}"
+    floor = final_state_floor(graph)
+    if floor > B:
+        return f"the pinned inputs and the required outputs alone need {floor} bytes > budget {B} (final state)"
     return None
 
 
@@ -115,9 +130,9 @@ def useful(graph: Graph, v: int) -> bool:
 
 
 def local_peak_bound(graph: Graph) -> int:
-    """max(initial memory, each operator's own need while it runs): every schedule reaches it
+    """max(initial memory, the final state, each operator's own need while it runs): every schedule reaches it
     (docs/remat.md). O(tensors + edges)."""
-    lb = graph.resident_at_start()
+    lb = max(graph.resident_at_start(), final_state_floor(graph))
     for v in range(graph.n_ops):
         lb = max(lb, _own_need(graph, v))
     return lb

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 from memsched.formulations import Graph, Operator, Schedule, Tensor, evaluate
 from memsched.formulations.schedule import COMPUTE
+from memsched.solvers.remat.infeasibility import final_state_floor
 from memsched.solvers.remat.local_search import schedule_from_sequence
 from memsched.solvers.result import SolveResult, SolverDisagreement, Status, make_result, same_value
 
@@ -53,15 +54,6 @@ SOLVER = "remat-scale"
 
 
 # ------------------------------------------------------------------ bounds
-def final_state_floor(g: Graph) -> int:
-    """Bytes resident when the last computation of any schedule runs: the pinned inputs and
-    every required output (each at most once). No schedule has a smaller peak. O(tensors)."""
-    keep = set(g.pinned_idx) | set(g.output_idx)
-    if not g.n_ops:
-        return g.resident_at_start()
-    return sum(g.size[j] for j in keep)
-
-
 def relaxed_graph(g: Graph, allowed) -> Graph:
     """``g`` with the outputs and workspace of the operators in ``allowed`` weighing 0 bytes.
     Every schedule of ``g`` in which only operators of ``allowed`` run more than once has a
@@ -367,9 +359,7 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
     base = g.total_cost()
     params = {"budget": B, "time_limit": time_limit, "method": "scale", "order": "free", "cap": None}
     floor = final_state_floor(g)
-    why = local_infeasibility(g, B)
-    if why is None and floor > B:
-        why = f"the pinned inputs and the required outputs alone need {floor} bytes > budget {B} (final state)"
+    why = local_infeasibility(g, B)  # the final-state floor among its facts
     if why is not None:
         return make_result(g, None, solver=SOLVER, status=Status.INFEASIBLE, objective="compute", params=params,
                            message=why, wall_s=time.perf_counter() - t0, scope="free",
