@@ -58,8 +58,8 @@ def cmd_remat(args) -> int:
 
         res = SolveResult(solver=f"remat-{args.method}", status=Status.INTERRUPTED, objective=args.objective,
                           wall_s=time.perf_counter() - t0, message="interrupted before a schedule was found",
-                          params={"method": args.method, "budget": None if args.budget is None
-                                  else remat.resolve_budget(g, args.budget)})
+                          params={"method": args.method, "order": args.order, "cap": args.cap,
+                                  "budget": None if args.budget is None else remat.resolve_budget(g, args.budget)})
     mark_interrupted(res)
     if args.json:
         d = remat.result_json(g, res)
@@ -213,6 +213,8 @@ def claim_words(res: SolveResult) -> str:
         return f"{cs} among {class_words(res.scope)}; not proven for {asked_words(res)}"
     if res.scope == "heuristic":
         return f"a heuristic: nothing proven ({asked_words(res)})"
+    if not res.scope:  # e.g. Ctrl-C before the method returned: no class searched to speak of
+        return f"nothing proven ({asked_words(res)})"
     return f"nothing proven beyond the lower bound ({class_words(res.scope)})"
 
 

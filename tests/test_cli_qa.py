@@ -262,3 +262,15 @@ def test_generators_refuse_bad_sizes_with_a_typed_error():
         G.random_layered(1)
     with pytest.raises(MemschedError, match="depth"):
         G.unet(-1)
+
+
+def test_claim_without_a_searched_class_names_the_asked_problem():
+    """Ctrl-C before the method returns leaves a result with no class searched (scope None):
+    the claim line says nothing is proven for the asked problem, not "beyond the lower bound
+    (an unnamed class)"."""
+    from memsched.cli.remat import claim_words
+    from memsched.solvers.result import SolveResult, Status
+
+    res = SolveResult(solver="remat-milp", status=Status.INTERRUPTED, objective="compute",
+                      params={"method": "milp", "order": "given", "cap": 1})
+    assert claim_words(res) == "nothing proven (the given order of first computations)"
