@@ -139,7 +139,8 @@ def solve_remat_milp(graph: Graph, budget, caps, *, objective="compute", eps=0.0
             return make_result(g, None, solver=solver_name, status=Status.INFEASIBLE, objective=objective,
                                message=msg + f" (proved by {mip_solver})", params=params, wall_s=wall)
         return make_result(g, None, solver=solver_name, status=Status.TIMEOUT, objective=objective,
-                           message=f"{mip_solver}: no solution in {time_limit:g} s ({tc})", params=params, wall_s=wall)
+                           message=f"{mip_solver}: no solution after {wall:.1f} s (limit {time_limit:g} s; {tc})",
+                           params=params, wall_s=wall)
     sched = enc.decode()
     if objective == "compute":
         claimed = sum(g.cost[i] for i in sched.computes())
