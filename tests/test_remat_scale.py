@@ -227,3 +227,27 @@ def test_local_peak_bound_holds_for_every_schedule():
         assert referee.remat(g, lb - 1).compute is None, seed
         tight += referee.remat(g, lb).compute is not None
     assert tight > 50  # the bound is met on many of them, so one byte more would be wrong
+
+
+def test_dropping_recomputations_keeps_the_budget_and_lowers_compute():
+    """``drop_recomputations`` on the eviction greedy's schedules (8,000 seeded tiny graphs
+    with every graph feature, Belady's score): the schedule of the shorter sequence is valid,
+    within the budget, runs every operator, and costs no more; on 482 of the 1,857 with a
+    recomputation it costs less. Red when a removal was kept 3 bytes over the budget."""
+    from memsched.solvers.remat.dtr_greedy import greedy_schedule
+    from memsched.solvers.remat.local_search import drop_recomputations, schedule_from_sequence
+    from referee_strategies import random_tiny_graph
+
+    cheaper = 0
+    for seed in range(8000):
+        g, B = random_tiny_graph(seed, max_ops=10)
+        s = greedy_schedule(g, B, None, g.given_order(), score="belady")
+        if s is None or len(s.computes()) == g.n_ops:
+            continue
+        before = evaluate(g, s)
+        seq = drop_recomputations(g, s.computes(), B)
+        ev = evaluate(g, schedule_from_sequence(g, seq))  # raises on an invalid schedule
+        assert ev.peak <= B and set(seq) == set(range(g.n_ops)), seed
+        assert ev.compute <= before.compute + 1e-9, seed
+        cheaper += ev.compute < before.compute - 1e-9
+    assert cheaper > 300

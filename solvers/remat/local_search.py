@@ -20,7 +20,7 @@ import time
 from memsched.formulations import Graph, Schedule
 from memsched.formulations.schedule import COMPUTE, FREE
 
-__all__ = ["schedule_from_sequence", "cut_peak"]
+__all__ = ["schedule_from_sequence", "cut_peak", "drop_recomputations"]
 
 
 def schedule_from_sequence(g: Graph, seq: list[int]) -> Schedule:
@@ -192,3 +192,34 @@ def cut_peak(g: Graph, order: list[int], budget: int, caps=None, time_limit: flo
     if cur[0] <= budget or best_effort:
         return info[0]
     return None
+
+
+def drop_recomputations(g: Graph, seq: list[int], budget: int, deadline: float | None = None) -> list[int]:
+    """``seq`` without the recomputations it can do without: each repeat occurrence of an
+    operator (dearest first, later first among equals) is removed when the schedule of the
+    remaining sequence still fits ``budget`` (its later readers then read the previous copy,
+    resident longer instead). First occurrences stay, so every sequence tried is valid. One
+    pass, O(repeats x sequence length); stops at ``deadline`` (a ``time.perf_counter()``
+    value) with what it has."""
+    from memsched.formulations import evaluate
+    from memsched.formulations.evaluator import ScheduleError
+
+    seen: set[int] = set()
+    repeats = []
+    for q, v in enumerate(seq):
+        if v in seen:
+            repeats.append(q)
+        seen.add(v)
+    alive = [True] * len(seq)
+    for q in sorted(repeats, key=lambda q: (-g.cost[seq[q]], -q)):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        alive[q] = False
+        trial = [v for v, a in zip(seq, alive) if a]
+        try:
+            fits = evaluate(g, schedule_from_sequence(g, trial)).peak <= budget
+        except ScheduleError:
+            fits = False
+        if not fits:
+            alive[q] = True
+    return [v for v, a in zip(seq, alive) if a]
