@@ -22,7 +22,9 @@ graphs within minutes (benchmark section 27), so this module gives
   DTR's scores) on the first two orders, within a tenth of the time: much dearer where the
   two-phase plans fit, but it recomputes as deep as it must, so it reaches budgets a single
   boundary cannot (ResNet-50 and BERT-base training graphs a fifth of the way above the
-  final-state floor, benchmark section 27).
+  final-state floor, benchmark section 27). The best schedule found then drops every
+  recomputation it can do without, dearest first (``local_search.drop_recomputations``,
+  the last tenth of the time).
 * **lower bounds valid for the asked problem** (docs/remat-scale.md has the proofs):
   :func:`final_state_floor` (every schedule ends with the pinned inputs and every required
   output resident, so no budget below that is feasible), the moment-cut covering bound
@@ -391,11 +393,11 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
         gaps = (None, max(8, g.n_ops // 32))
     best = None  # (compute, schedule, how)
     tried = []
-    end = t0 + time_limit
+    # the last tenth of the time: the best schedule drops the recomputations it can do without
+    end = t0 + time_limit - (time_limit - (time.perf_counter() - t0)) / 10
     # the on-demand eviction greedy (solvers/remat/dtr_greedy.py) on the first orders: far
     # dearer than two-phase checkpointing where that fits, but it recomputes as deep as it
-    # must, so it reaches budgets the two-phase plans cannot; a tenth of the time left, and
-    # another tenth to drop the recomputations its best schedule can do without
+    # must, so it reaches budgets the two-phase plans cannot; a tenth of the time left
     from memsched.solvers.remat.dtr_greedy import greedy_schedule
     from memsched.solvers.remat.local_search import drop_recomputations
 
@@ -414,14 +416,6 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
             progress(f"{name} eviction greedy ({score}): peak {ev.peak}, extra {ev.compute - base:.6g}")
         if best is None or ev.compute < best[0]:
             best = (ev.compute, s, f"on-demand eviction greedy ({score} score) on the {name} order")
-    if best is not None and len(best[1].computes()) > g.n_ops:
-        seq = drop_recomputations(g, list(best[1].computes()), B,
-                                  deadline=time.perf_counter() + (end - time.perf_counter()) / 10)
-        s = schedule_from_sequence(g, seq)
-        ev = evaluate(g, s)
-        if ev.peak <= B and ev.compute < best[0]:
-            tried.append({"order": "greedy polished", "peak": ev.peak, "compute": ev.compute})
-            best = (ev.compute, s, best[2] + ", unneeded recomputations dropped")
     runs = [(name, o, k, gp, md) for name, o in orders
             for k in (_boundaries(g, o, boundaries)) for gp in gaps for md in modes]
     for i, (name, o, k, gap, mode) in enumerate(runs):
@@ -440,6 +434,14 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
                 break
             best = (ev.compute, s, f"two-phase checkpointing from the {name} order split at {k} ({mode} greedy"
                     + (f", gap {gap})" if gap is not None else ")"))
+    if best is not None and len(best[1].computes()) > g.n_ops:
+        seq = drop_recomputations(g, best[1].computes(), B,  # the searches may overrun their end a little
+                                  deadline=max(t0 + time_limit, time.perf_counter() + min(2.0, time_limit / 10)))
+        s = schedule_from_sequence(g, seq)
+        ev = evaluate(g, s)
+        if ev.peak <= B and ev.compute < best[0]:
+            tried.append({"order": "best, recomputations dropped", "peak": ev.peak, "compute": ev.compute})
+            best = (ev.compute, s, best[2] + "; unneeded recomputations dropped")
     lb = max(bound.lower_bound, cut.lower_bound)
     extra = {"final_state_floor": floor, "bound_checks": bound.checks, "bound_complete": bound.complete,
              "cut_cover_bound": cut_info, "searches": tried}
