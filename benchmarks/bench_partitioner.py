@@ -297,7 +297,8 @@ def render(rows: list[dict], cmd: str) -> str:
                        for m in sorted({r["model"] for r in rows}))
            + ". Rows measured from 2026-12-01 11:00 UTC on have the moment-cut covering bound "
            "(solvers/remat/cut_bound.py) in their lower bounds; earlier rows do not. Rows from 2026-12-04 on also "
-           "have the on-demand eviction greedy among solve_scale's searches (docs/remat-scale.md).", "",
+           "have the on-demand eviction greedy among solve_scale's searches, and its best schedule drops the "
+           "recomputations it can do without (docs/remat-scale.md).", "",
            "### At PyTorch's own peak, knob by knob", "",
            "| graph | operators | knob | load | PyTorch peak MiB | PyTorch extra | saved / recomputed ops | "
            "partition s | PyTorch run | memsched peak MiB | memsched extra | recomputed ops | status | "
