@@ -101,7 +101,11 @@ def check_mip_solver(args) -> None:
     """--mip-solver is checked before any work, with Pyomo's own warnings silenced
     (they would print a traceback): one line, exit 2."""
     if getattr(args, "method", None) != "milp":
+        if getattr(args, "mip_solver", None) is not None:
+            raise MemschedError(f"--mip-solver applies to --method milp only (method {args.method!r})")
         return
+    if args.mip_solver is None:
+        args.mip_solver = "highs"
     import logging
 
     from memsched.solvers.remat.milp import _check_solver
@@ -144,7 +148,7 @@ def remat_parent(*, time_limit: float, method_help: str) -> argparse.ArgumentPar
     p.add_argument("--method", default="cp", help=method_help)
     p.add_argument("--cap", type=int, default=None, help="max extra computations per operator (default unbounded)")
     p.add_argument("--order", choices=["free", "given"], default="free", help=ORDER_HELP)
-    p.add_argument("--mip-solver", default="highs",
+    p.add_argument("--mip-solver", default=None,
                    help="Pyomo solver for --method milp: highs (via highspy, default), cbc, glpk, gurobi, scip, ...")
     p.add_argument("--time-limit", type=positive_float, default=time_limit, help=f"seconds (default {time_limit:g})")
     p.add_argument("--workers", type=workers, default=0, help="CP-SAT workers for --method cp (default 0: one per CPU core)")

@@ -8,7 +8,7 @@ from memsched.cli.interrupts import interrupted, mark_interrupted
 from memsched.cli.options import (BUDGET_HELP, check_mip_solver, graph_parent, json_parent, load_graph, ratio_or_bytes,
                                   remat_parent)
 from memsched.cli.paths import check_plot
-from memsched.formulations import Graph
+from memsched.formulations import Graph, MemschedError
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # solver modules load lazily, when a command runs (fast --help)
@@ -24,7 +24,8 @@ def add_parsers(sub) -> None:
                                       "a budget given is an upper limit on the peak)")
     s.add_argument("--objective", choices=["compute", "peak"], default="compute",
                    help="compute: least compute with peak <= budget; peak: least peak with compute <= (1+eps) x baseline")
-    s.add_argument("--eps", type=float, default=0.0, help="extra compute allowed with --objective peak (default 0)")
+    s.add_argument("--eps", type=float, default=None,
+                   help="extra compute allowed with --objective peak, a share of the baseline (default 0)")
     s.add_argument("--progress", action="store_true", help="print each improving solution on stderr")
     s.set_defaults(func=cmd_remat)
 
@@ -43,6 +44,11 @@ METHOD_HELP = "cp, milp, checkpoint-all, chen-sqrt, revolve, dtr-greedy, sp-knap
 def cmd_remat(args) -> int:
     from memsched.solvers.remat import dispatch as remat
 
+    if args.eps is not None and args.objective != "peak":
+        raise MemschedError("--eps applies to --objective peak only (least compute has no compute limit)")
+    if args.eps is not None and not args.eps >= 0:
+        raise MemschedError(f"--eps must be >= 0 (a share of the baseline compute), got {args.eps}")
+    args.eps = args.eps or 0.0
     g = load_graph(args.graph)
     if args.budget is None and args.objective == "compute":
         args.budget = DEFAULT_BUDGET
@@ -51,7 +57,7 @@ def cmd_remat(args) -> int:
         check_mip_solver(args)
         with solver_output_to_stderr():
             res = remat.solve_remat(g, budget=args.budget, method=args.method, cap=args.cap,
-                                    time_limit=args.time_limit, mip_solver=args.mip_solver, objective=args.objective,
+                                    time_limit=args.time_limit, mip_solver=args.mip_solver or "highs", objective=args.objective,
                                     eps=args.eps, seed=args.seed, progress=args.progress, workers=args.workers, order=args.order)
     except KeyboardInterrupt:  # the method had nothing to hand back (e.g. Ctrl-C while its model was built)
         from memsched.solvers.result import SolveResult, Status
@@ -84,7 +90,7 @@ def cmd_pareto(args) -> int:
             try:
                 more = remat.pareto_sweep(g, budgets=[b], method=args.method, cap=args.cap, order=args.order,
                                           time_limit=args.time_limit, progress=not args.json,
-                                          mip_solver=args.mip_solver, workers=args.workers, seed=args.seed)
+                                          mip_solver=args.mip_solver or "highs", workers=args.workers, seed=args.seed)
             except KeyboardInterrupt:
                 more = []
             if interrupted():

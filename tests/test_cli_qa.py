@@ -274,3 +274,22 @@ def test_claim_without_a_searched_class_names_the_asked_problem():
     res = SolveResult(solver="remat-milp", status=Status.INTERRUPTED, objective="compute",
                       params={"method": "milp", "order": "given", "cap": 1})
     assert claim_words(res) == "nothing proven (the given order of first computations)"
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--eps", "0.1"], "--eps applies to --objective peak only"),
+    (["--objective", "peak", "--eps", "-1"], "--eps must be >= 0"),
+    (["--mip-solver", "cbc"], "--mip-solver applies to --method milp only"),
+])
+def test_remat_options_that_would_be_ignored_are_refused(capsys, argv, needle):
+    """--eps without --objective peak, a negative --eps, and --mip-solver without --method
+    milp were accepted and silently ignored (or made every budget infeasible)."""
+    rc, out, err = run(capsys, "remat", CHAIN, *argv, "--time-limit", "5")
+    assert rc == 2 and out == ""
+    one_error_line(err, needle)
+
+
+def test_pareto_refuses_a_mip_solver_without_milp(capsys):
+    rc, out, err = run(capsys, "pareto", CHAIN, "--mip-solver", "cbc")
+    assert rc == 2
+    one_error_line(err, "--mip-solver applies to --method milp only")
