@@ -241,7 +241,15 @@ def _sweep(args) -> int:
         if not Path(t).is_file():
             raise MemschedError(f"{t}: no such trace file")
         _need_trace(t)
-    pairs = [(t, h) for t in args.trace for h in heuristics]
+    # each (trace file, heuristic) once, however often it is named
+    seen: set = set()
+    pairs = []
+    for t in args.trace:
+        for h in heuristics:
+            key = (Path(t).resolve(), h)
+            if key not in seen:
+                seen.add(key)
+                pairs.append((t, h))
     log = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     from memsched.solvers.pool.executors import DaskExecutor, LocalExecutor
 

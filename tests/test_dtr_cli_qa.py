@@ -258,3 +258,14 @@ def test_a_bad_first_record_is_still_a_trace_error(tmp_path, capsys):
     rc, out, err = run(capsys, "dtr", "sweep", p, "--step", "0.1", "-q", "--jobs", "1")
     assert rc == 2 and out == ""
     one_error_line(err, f"{p}:1:", "INSTRUCTION")
+
+
+def test_a_trace_named_twice_is_swept_once(tmp_path, capsys):
+    """The same (trace file, heuristic) named twice (also by another path) was swept twice
+    and printed twice."""
+    trace = synth_file(tmp_path, 8, 2)
+    other = tmp_path / "." / trace.name
+    rc, out, err = run(capsys, "dtr", "sweep", trace, other, "--heuristic", "dtr,dtr", "--step", "0.1",
+                       "--json", "-q")
+    assert rc == 0, err
+    assert len([ln for ln in out.splitlines() if ln.strip()]) == 1
