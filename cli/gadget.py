@@ -31,11 +31,16 @@ def cli_gadget(args) -> int:
     ans = {"graph": g.name, **ans}
     if args.output:
         out = Path(args.output)
-        try:
-            out.write_text(json.dumps(graph_to_json(g), indent=1) + "\n")
-            Path(str(out) + ".answer.json").write_text(json.dumps(ans, indent=1) + "\n")
+        answer = Path(str(out) + ".answer.json")
+        written = []
+        try:  # both files or neither: an instance without its answer is left behind by no failure
+            for path, obj in ((out, graph_to_json(g)), (answer, ans)):
+                path.write_text(json.dumps(obj, indent=1) + "\n")
+                written.append(path)
         except OSError as e:
-            raise GadgetError(f"{out}: cannot write: {e}") from None
+            for done in written:
+                done.unlink(missing_ok=True)
+            raise GadgetError(f"{path}: cannot write: {e}") from None
     if args.json:
         print(json.dumps(ans if args.output else {**ans, "instance": graph_to_json(g)}, default=str))
         return 0

@@ -293,3 +293,12 @@ def test_pareto_refuses_a_mip_solver_without_milp(capsys):
     rc, out, err = run(capsys, "pareto", CHAIN, "--mip-solver", "cbc")
     assert rc == 2
     one_error_line(err, "--mip-solver applies to --method milp only")
+
+
+def test_gadget_writes_both_files_or_neither(tmp_path, capsys):
+    """When FILE.answer.json cannot be written, the instance FILE is not left behind."""
+    out = tmp_path / "k.json"
+    (tmp_path / "k.json.answer.json").mkdir()  # the answer's path is taken by a directory
+    rc, _, err = run(capsys, "gadget", "knapsack", "--random", "4", "-o", out)
+    assert rc == 2 and not out.exists()
+    one_error_line(err, "k.json.answer.json: cannot write")
