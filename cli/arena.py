@@ -181,4 +181,6 @@ def cmd_arena(args) -> int:
         if args.offsets and res.offsets is not None:
             print(table([[b.id, b.lower, b.upper, b.size, o] for b, o in zip(res.buffers, res.offsets)],
                         ["buffer", "lower", "upper", "size", "offset"]))
+    if res.status == "interrupted":
+        return 130
     return 1 if res.status == "timeout" else 0

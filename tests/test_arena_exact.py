@@ -325,3 +325,34 @@ def test_capacity_with_minimize_matches_brute_force(bufs, data):
     else:
         assert r.status == "infeasible" and r.offsets is None and c < r.lower_bound <= opt
 
+
+
+def _greedy_above_max_live():
+    """12 seeded buffers whose best greedy placement (34) is above max live (33)."""
+    import random
+
+    rng = random.Random(10)
+    bufs = []
+    for i in range(12):
+        lo = rng.randint(0, 10)
+        bufs.append(Buffer(f"b{i}", lo, lo + rng.randint(1, 6), rng.randint(1, 9)))
+    return bufs
+
+
+@pytest.mark.parametrize("where", ["_fit", "_cpsat"])
+def test_ctrl_c_returns_the_best_placement_so_far(monkeypatch, where):
+    """Ctrl-C inside the search or CP-SAT: the best placement so far (checked), the bound
+    proven so far, status interrupted (it was an exit with no placement before)."""
+    bufs = _greedy_above_max_live()
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(exact, where, stop)
+    try:
+        res = solve_arena(bufs, method="cpsat" if where == "_cpsat" else "search", time_limit=10)
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C escaped solve_arena: no placement returned")
+    assert res.status == "interrupted" and res.extra["interrupted"]
+    assert check_placement(res.buffers, res.offsets) == res.arena_size == 34
+    assert res.lower_bound == max_live(bufs) == 33

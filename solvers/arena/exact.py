@@ -54,7 +54,8 @@ class ArenaResult:
     ``status``: "optimal" (arena proven minimal), "feasible" (a placement, within
     ``capacity`` when one was given, not proven minimal), "infeasible" (proven: no
     placement fits ``capacity``), "timeout" (no placement within ``capacity`` found and
-    none ruled out). ``lower_bound`` is proven for the whole instance."""
+    none ruled out), "interrupted" (Ctrl-C: the best placement found so far, or None, not
+    proven minimal). ``lower_bound`` is proven for the whole instance."""
 
     buffers: list[Buffer]
     offsets: list[int] | None
@@ -518,84 +519,88 @@ def _solve_part(part: _Part, capacity: int | None, minimize: bool, method: str, 
         return None, None, lb
     if best_h <= lb or method == "greedy":
         return answer()
-    if method in ("auto", "search"):
-        # 1. the question asked: a placement within the capacity, when none is known yet
-        if hard_cap is not None and best_h > hard_cap:
-            d1 = deadline if not minimize else now() + (deadline - now()) / 2
-            r, o2, h2 = _fit(part, hard_cap, d1, method, stats)
+    try:  # Ctrl-C: the best placement so far and the bound proven so far (status interrupted)
+        if method in ("auto", "search"):
+            # 1. the question asked: a placement within the capacity, when none is known yet
+            if hard_cap is not None and best_h > hard_cap:
+                d1 = deadline if not minimize else now() + (deadline - now()) / 2
+                r, o2, h2 = _fit(part, hard_cap, d1, method, stats)
+                if r == "found":
+                    best_off, best_h = list(o2), h2
+                elif r == "exhausted":
+                    lb = max(lb, _up(hard_cap + 1, g))
+                    return None, None, lb
+                elif now() >= deadline:
+                    stats["timeout"] = True
+            if not minimize or best_h <= lb or now() >= deadline:
+                if now() >= deadline and best_h > lb and minimize:
+                    stats["timeout"] = True
+                return answer()
+            # 2. minimization, anytime: the fit at the bound (a sixth of the time) ...
+            r, o2, h2 = _fit(part, lb, now() + (deadline - now()) / 6, method, stats)
             if r == "found":
-                best_off, best_h = list(o2), h2
-            elif r == "exhausted":
-                lb = max(lb, _up(hard_cap + 1, g))
-                return None, None, lb
-            elif now() >= deadline:
+                return list(o2), h2, lb
+            if r == "exhausted":
+                lb = _up(lb + 1, g)
+            # ... the branch and bound below the best placement (a fifth of what is left) ...
+            top_cap = best_h - 1 if hard_cap is None else min(best_h - 1, hard_cap)
+            if best_h > lb and top_cap >= lb:
+                s = _make_search(part, top_cap, PREORDERS[0], now() + (deadline - now()) / 5, None, improve=True)
+                try:
+                    s.run()
+                    exhausted = True
+                except _Timeout:
+                    exhausted = False
+                stats["nodes"] = stats.get("nodes", 0) + s.nodes
+                if s.best is not None and s.best_height < best_h:
+                    best_off, best_h = s.best.tolist(), s.best_height
+                if exhausted:
+                    lb = max(lb, _up(s.cap + 1, g))  # nothing at or below the final cap exists
+            # ... then bisection between the bound and the best placement by fit searches: a found
+            # placement lowers the top, an exhausted search raises the proven bound, an unanswered
+            # probe only moves the next probe up (no claim). Each probe gets ``slice`` seconds (feasible
+            # probes are mostly answered in well under that on the challenging set); when the probes
+            # meet, they start again from the proven bound with twice the slice.
+            lo_soft = lb
+            slice_s = 2.0
+            log = stats.setdefault("probe_log", [])
+            while best_h > lb and now() < deadline and (hard_cap is None or lb <= hard_cap):
+                hi = best_h - 1 if hard_cap is None else min(best_h - 1, hard_cap)
+                lo_u, hi_u = _up(lo_soft, g) // g, hi // g
+                if lo_u > hi_u:
+                    lo_soft, slice_s = lb, 2 * slice_s
+                    continue
+                mid = (lo_u + hi_u) // 2 * g
+                left = deadline - now()
+                t_p = now()
+                r, o2, h2 = _fit(part, mid, now() + min(left, slice_s), method, stats)
+                log.append((mid, r, round(now() - t_p, 2)))
+                if r == "found":
+                    best_off, best_h = list(o2), h2
+                elif r == "exhausted":
+                    lb = max(lb, _up(mid + 1, g))
+                    lo_soft = max(lo_soft, lb)
+                else:
+                    lo_soft = mid + g
+            stats["probes"] = len(log)
+            if best_h > lb and now() >= deadline:
                 stats["timeout"] = True
-        if not minimize or best_h <= lb or now() >= deadline:
-            if now() >= deadline and best_h > lb and minimize:
-                stats["timeout"] = True
-            return answer()
-        # 2. minimization, anytime: the fit at the bound (a sixth of the time) ...
-        r, o2, h2 = _fit(part, lb, now() + (deadline - now()) / 6, method, stats)
-        if r == "found":
-            return list(o2), h2, lb
-        if r == "exhausted":
-            lb = _up(lb + 1, g)
-        # ... the branch and bound below the best placement (a fifth of what is left) ...
-        top_cap = best_h - 1 if hard_cap is None else min(best_h - 1, hard_cap)
-        if best_h > lb and top_cap >= lb:
-            s = _make_search(part, top_cap, PREORDERS[0], now() + (deadline - now()) / 5, None, improve=True)
-            try:
-                s.run()
-                exhausted = True
-            except _Timeout:
-                exhausted = False
-            stats["nodes"] = stats.get("nodes", 0) + s.nodes
-            if s.best is not None and s.best_height < best_h:
-                best_off, best_h = s.best.tolist(), s.best_height
-            if exhausted:
-                lb = max(lb, _up(s.cap + 1, g))  # nothing at or below the final cap exists
-        # ... then bisection between the bound and the best placement by fit searches: a found
-        # placement lowers the top, an exhausted search raises the proven bound, an unanswered
-        # probe only moves the next probe up (no claim). Each probe gets ``slice`` seconds (feasible
-        # probes are mostly answered in well under that on the challenging set); when the probes
-        # meet, they start again from the proven bound with twice the slice.
-        lo_soft = lb
-        slice_s = 2.0
-        log = stats.setdefault("probe_log", [])
-        while best_h > lb and now() < deadline and (hard_cap is None or lb <= hard_cap):
-            hi = best_h - 1 if hard_cap is None else min(best_h - 1, hard_cap)
-            lo_u, hi_u = _up(lo_soft, g) // g, hi // g
-            if lo_u > hi_u:
-                lo_soft, slice_s = lb, 2 * slice_s
-                continue
-            mid = (lo_u + hi_u) // 2 * g
-            left = deadline - now()
-            t_p = now()
-            r, o2, h2 = _fit(part, mid, now() + min(left, slice_s), method, stats)
-            log.append((mid, r, round(now() - t_p, 2)))
-            if r == "found":
-                best_off, best_h = list(o2), h2
-            elif r == "exhausted":
-                lb = max(lb, _up(mid + 1, g))
-                lo_soft = max(lo_soft, lb)
-            else:
-                lo_soft = mid + g
-        stats["probes"] = len(log)
-        if best_h > lb and now() >= deadline:
-            stats["timeout"] = True
-        if best_h <= lb or (hard_cap is not None and lb > hard_cap):
-            return answer()
-    if method in ("auto", "cpsat") and now() < deadline and (hard_cap is None or lb <= hard_cap):
-        ub = best_h if hard_cap is None else min(best_h, hard_cap)
-        hint = best_off if best_h <= ub else None
-        o2, h2, proven, bnd = _cpsat(part, lb, ub, hint, deadline)
-        stats["cpsat"] = True
-        if o2 is not None and h2 < best_h:
-            best_off, best_h = o2, h2
-        lb = max(lb, _up(bnd, g))
-        if proven and o2 is not None:
-            lb = max(lb, h2)
-    return answer()
+            if best_h <= lb or (hard_cap is not None and lb > hard_cap):
+                return answer()
+        if method in ("auto", "cpsat") and now() < deadline and (hard_cap is None or lb <= hard_cap):
+            ub = best_h if hard_cap is None else min(best_h, hard_cap)
+            hint = best_off if best_h <= ub else None
+            o2, h2, proven, bnd = _cpsat(part, lb, ub, hint, deadline)
+            stats["cpsat"] = True
+            if o2 is not None and h2 < best_h:
+                best_off, best_h = o2, h2
+            lb = max(lb, _up(bnd, g))
+            if proven and o2 is not None:
+                lb = max(lb, h2)
+        return answer()
+    except KeyboardInterrupt:
+        stats["interrupted"] = True
+        return answer()
 
 
 def solve_arena(buffers, *, capacity: int | None = None, minimize: bool | None = None, method: str = "auto",
@@ -624,7 +629,7 @@ def solve_arena(buffers, *, capacity: int | None = None, minimize: bool | None =
     lb = ml
     arena = 0
     greedy = 0
-    stats: dict = {"parts": 0}
+    stats: dict = {"parts": 0, "interrupted": False}
     ok = True
     live = [i for i, b in enumerate(bufs) if b.size > 0]
     sub = [bufs[i] for i in live]
@@ -633,7 +638,9 @@ def solve_arena(buffers, *, capacity: int | None = None, minimize: bool | None =
         stats["parts"] += 1
         st: dict = {}
         inc = None if incumbent is None else [incumbent[live[i]] for i in comp]
-        off, h, plb = _solve_part(part, capacity, minimize, method, deadline, st, inc)
+        off, h, plb = _solve_part(part, capacity, minimize, "greedy" if stats.get("interrupted") else method,
+                                  deadline, st, inc)
+        stats["interrupted"] = stats.get("interrupted", False) or st.get("interrupted", False)
         stats["nodes"] = stats.get("nodes", 0) + st.get("nodes", 0)
         stats["timeout"] = stats.get("timeout", False) or st.get("timeout", False)
         stats["cpsat"] = stats.get("cpsat", False) or st.get("cpsat", False)
@@ -652,14 +659,15 @@ def solve_arena(buffers, *, capacity: int | None = None, minimize: bool | None =
     wall = time.perf_counter() - t0
     if not ok:
         infeasible = capacity is not None and lb > capacity
-        return ArenaResult(bufs, None, None, lb, "infeasible" if infeasible else "timeout", capacity, wall, method,
-                           ml, greedy, stats.get("nodes", 0), stats)
+        status = "infeasible" if infeasible else ("interrupted" if stats["interrupted"] else "timeout")
+        return ArenaResult(bufs, None, None, lb, status, capacity, wall, method, ml, greedy, stats.get("nodes", 0),
+                           stats)
     size = check_placement(bufs, offsets, capacity)
     if size != arena:
         raise AssertionError(f"arena planner bug: checker size {size} != planner size {arena}")
     if lb > size:
         raise AssertionError(f"arena planner bug: lower bound {lb} above placement {size}")
-    status = "optimal" if size == lb else "feasible"
+    status = "optimal" if size == lb else ("interrupted" if stats["interrupted"] else "feasible")
     return ArenaResult(bufs, offsets, size, lb, status, capacity, time.perf_counter() - t0, method, ml, greedy,
                        stats.get("nodes", 0), stats)
 
