@@ -432,7 +432,7 @@ def add_parsers(sub) -> None:
     d.add_argument("trace", metavar="TRACE")
     d.add_argument("--budget", type=positive_float, required=True, help="failing budget (ratio)")
     d.add_argument("--vs", type=positive_float, default=None,
-                   help="smaller feasible budget (ratio); required with --allocator bytes")
+                   help="a feasible budget (ratio) to compare with: smaller for a hole, larger for an ordinary failure; required with --allocator bytes")
     d.add_argument("--heuristic", default="dtr")
     d.add_argument("--overhead-limit", default="2.0")
     d.add_argument("--allocator", default="bytes",
