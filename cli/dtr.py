@@ -46,14 +46,11 @@ def _need_trace(path: str) -> None:
 
 
 def _load(args):
-    from memsched.instances.dtr_trace import parse_trace
+    from memsched.solvers.dtr.replay import load_trace
 
     start = {"auto": None, "yes": True, "no": False}[getattr(args, "start", "auto")]
     _need_trace(args.trace)
-    tr = parse_trace(args.trace, start=start)
-    if not tr.ops:  # an empty (or blank) file would "replay" as ok with budget 0
-        raise MemschedError(f"{args.trace}: empty trace (no operator calls); nothing to replay")
-    return tr
+    return load_trace(args.trace, start=start)  # an empty trace is refused there
 
 
 def run(args) -> int:

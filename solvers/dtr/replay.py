@@ -57,12 +57,13 @@ class ReplayResult:
         return d
 
 
-def load_trace(trace) -> DTRTrace:
-    """``trace`` itself, or the DTR log at that path parsed; a log without operator calls
-    is refused (it would "replay" as ok at every budget)."""
+def load_trace(trace, start: bool | None = None) -> DTRTrace:
+    """``trace`` itself, or the DTR log at that path parsed (``start``: as
+    :func:`parse_trace`); a log without operator calls is refused (it would "replay" as ok
+    at every budget)."""
     if isinstance(trace, DTRTrace):
         return trace
-    tr = parse_trace(Path(trace))
+    tr = parse_trace(Path(trace), start=start)
     if not tr.ops:
         raise TraceError(f"{trace}: empty trace (no operator calls); nothing to replay")
     return tr
