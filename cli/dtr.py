@@ -343,7 +343,7 @@ def _explain(args) -> int:
 
         check_heuristic_allocator(args.heuristic, alloc)
         d = explain_alloc(_load(args), args.budget, alloc, heuristic=args.heuristic, overhead_limit=limit,
-                          max_pins=args.max_pins)
+                          max_pins=args.max_pins, time_limit=args.pin_time_limit)
         print(json.dumps(d, default=str) if args.json else format_alloc_explanation(d))
         return 0
     if args.vs is None:
@@ -438,7 +438,8 @@ def add_parsers(sub) -> None:
     d.add_argument("--max-pins", type=int, default=100,
                    help="single-pin search (with --allocator: fragmenters pinned alone): at most this many (default 100)")
     d.add_argument("--pin-time-limit", type=positive_float, default=120.0,
-                   help="single-pin search: stop after this many seconds (default 120)")
+                   help="single-pin search (with --allocator: the interventions): start no replay after this "
+                        "many seconds (default 120)")
     d.add_argument("--json", action="store_true")
     d = dsub.add_parser("to-graph", help="convert a trace into a memsched graph (forward+backward DAG)")
     d.add_argument("trace", metavar="TRACE")

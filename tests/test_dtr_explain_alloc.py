@@ -192,3 +192,19 @@ def test_least_resident_window_equals_brute_force():
             cand = (sum(over), len(over), start)
             want = cand if want is None or cand < want else want
         assert least_resident_window(blocks, size) == want
+
+
+def test_pin_time_limit_bounds_the_interventions(tmp_path, capsys):
+    """--pin-time-limit was ignored with --allocator: the interventions now start no replay
+    past it, and the explanation says how many were not run."""
+    tr = frag()
+    ratio = 100 / replay(tr, budget=100).baseline_memory
+    full = explain_alloc(tr, ratio, "best-fit")
+    assert full["interventions"] and "interventions_skipped" not in full
+    none = explain_alloc(tr, ratio, "best-fit", time_limit=0.0)
+    assert none["interventions"] == [] and none["interventions_skipped"] == len(full["interventions"])
+    log = tmp_path / "frag.log"
+    log.write_text("\n".join(FRAG) + "\n")
+    assert memsched.cli.main.main(["dtr", "explain", str(log), "--budget", str(ratio), "--allocator", "best-fit",
+                                   "--pin-time-limit", "1e-9"]) == 0
+    assert "not run: --pin-time-limit reached" in capsys.readouterr().out

@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import bisect
+import time
 
 from memsched.formulations import MemschedError
 
@@ -79,8 +80,6 @@ def search_pins(trace, budget: float, heuristic: str, overhead_limit: float, can
     Complexity: one unpinned replay plus, per candidate, a fork and the rest of the replay
     from the candidate's computation on.
     """
-    import time
-
     from .replay import budget_for, trace_baseline
     from .runtime import COMPUTE, Runtime, canonical_heuristic
 
@@ -394,7 +393,8 @@ def least_resident_window(blocks, size: int):
 
 
 def explain_alloc(trace, budget: float, allocator: str = "best-fit", heuristic: str = "dtr",
-                  overhead_limit: float = 2.0, *, intervene: bool = True, max_pins: int = 20) -> dict:
+                  overhead_limit: float = 2.0, *, intervene: bool = True, max_pins: int = 20,
+                  time_limit: float | None = None) -> dict:
     """Explain an address-aware failure at ratio ``budget`` under ``allocator``.
 
     Returns a dict with ``failing`` (the run), ``bytes_run`` (the byte-counting run at the
@@ -413,7 +413,8 @@ def explain_alloc(trace, budget: float, allocator: str = "best-fit", heuristic: 
       fragmenter pinned alone (the first ``max_pins``), all of them pinned, all of them
       evicted first whenever the run evicts anything (``evict_first``), and the ``coop``
       heuristic (arenas; when not already used), each with its outcome; ``rescues`` lists
-      those that complete.
+      those that complete. ``time_limit``: seconds for the interventions; past it no new
+      replay starts, and ``interventions_skipped`` counts the ones not run.
     """
     from .allocator import ALLOCATORS, replay_alloc
 
@@ -491,7 +492,11 @@ def explain_alloc(trace, budget: float, allocator: str = "best-fit", heuristic: 
     if allocator in ("first-fit", "best-fit") and fail.heuristic != "coop":
         tries.append(("heuristic coop (contiguous windows)", dict(heuristic="coop")))
     res = []
-    for label, kw in tries:
+    t0 = time.perf_counter()
+    for i, (label, kw) in enumerate(tries):
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            out["interventions_skipped"] = len(tries) - i
+            break
         h = kw.pop("heuristic", heuristic)
         r = replay_alloc(tr, budget, heuristic=h, allocator=allocator, overhead_limit=overhead_limit, **kw)
         res.append({"what": label, "heuristic": r.heuristic, "pinned": [tr.tensor_names[t] for t in kw.get("pin", [])],
@@ -541,6 +546,8 @@ def format_alloc_explanation(d: dict) -> str:
                 L.append(f"  {x['address']} {x['bytes']} B{part} (an output of the failing operator)")
     for it in d.get("interventions", []):
         L.append(f"intervention: {it['what']} -> {it['outcome']} (clock {it['clock']}, evictions {it['evictions']})")
+    if d.get("interventions_skipped"):
+        L.append(f"{d['interventions_skipped']} more intervention(s) not run: --pin-time-limit reached")
     if "interventions" in d:
         L.append(f"rescued by: {', '.join(d['rescues'])}" if d["rescues"] else "no intervention rescues this budget")
     return "\n".join(L)
