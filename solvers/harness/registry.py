@@ -32,7 +32,7 @@ import time
 from memsched.formulations import Graph, Schedule
 from memsched.solvers.result import SolveResult, Status, make_result
 
-__all__ = ["NAMES", "check_name", "resolve", "call_solver", "SolverUnavailable"]
+__all__ = ["NAMES", "check_name", "check_budgets", "resolve", "call_solver", "SolverUnavailable"]
 
 
 class SolverUnavailable(RuntimeError):
@@ -46,6 +46,7 @@ _LAZY = {
     "remat": ("memsched.solvers.remat.dispatch", "solve_remat"),
 }
 _BUDGETED = {"remat", "dtr"}
+_UNBUDGETED = {"given", "order", "exact"}  # minimize peak; a budget would be ignored
 _BUILTIN = {"given", "dtr"}
 _DEBUG = {"sleep", "spin", "raise", "crash", "hang", "alloc"}
 NAMES = ["given", "dtr", *_LAZY, "pkg.module:function", *(f"debug.{d}" for d in sorted(_DEBUG))]
@@ -62,6 +63,17 @@ def check_name(name: str) -> str | None:
         if mod and fn.isidentifier():
             return None
     return f"unknown solver {name!r} (known: {', '.join(NAMES)})"
+
+
+def check_budgets(name: str, has_budgets: bool) -> str | None:
+    """None if solver ``name`` may run with (``has_budgets``) or without budgets, else a
+    message: ``remat`` and ``dtr`` need one, ``given``/``order``/``exact`` take none (they
+    minimize peak; a budget would label a run it never constrained)."""
+    if name in _BUDGETED and not has_budgets:
+        return f"solver {name!r} needs a budget: give budgets = [...] (ratios <= 1 or bytes)"
+    if name in _UNBUDGETED and has_budgets:
+        return f"solver {name!r} takes no budget (it minimizes peak); remove 'budgets'/'budget' or use remat/dtr"
+    return None
 
 
 # --------------------------------------------------------------- builtins

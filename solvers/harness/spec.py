@@ -306,6 +306,11 @@ def parse_spec(d: dict, path: Path | None = None) -> Spec:
     jobs = d.get("jobs")
     if jobs is not None and (not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1):
         raise SpecError(f"{src}: jobs: expected a positive integer")
+    for key in ("output", "description"):
+        if key in d and not isinstance(d[key], str):
+            raise SpecError(f"{src}: {key}: expected a string, got {d[key]!r}")
+    if "name" in d and (not isinstance(d["name"], str) or not d["name"]):
+        raise SpecError(f"{src}: name: expected a non-empty string, got {d['name']!r}")
     order = d.get("order", "largest-first")
     if order not in ("largest-first", "spec"):
         raise SpecError(f"{src}: order: expected 'largest-first' or 'spec', got {order!r}")
@@ -411,6 +416,19 @@ def _label(template: str | None, solver: str, params: dict, seed: int = 0) -> st
 
 
 def _solvers(items: list, src: str, tl: float, hl: float | None, seed: int) -> list[SolverEntry]:
+    out = _solver_entries(items, src, tl, hl, seed)
+    seen: dict = {}
+    for e in out:  # one report column per label: a label names one setting at each budget
+        what = (e.solver, json.dumps(e.params, sort_keys=True, default=str), e.time_limit, e.hard_limit, e.seed)
+        prev = seen.setdefault((e.label, e.budget), what)
+        if prev != what:
+            raise SpecError(f"{src}: solvers: label {e.label!r} names two different settings "
+                            f"({prev[0]} {prev[1]} and {what[0]} {what[1]}); give each its own label, "
+                            "e.g. label = \"{method}\"")
+    return out
+
+
+def _solver_entries(items: list, src: str, tl: float, hl: float | None, seed: int) -> list[SolverEntry]:
     out: list[SolverEntry] = []
     for k, item in enumerate(items):
         where = f"{src}: solvers[{k}]"
@@ -418,11 +436,13 @@ def _solvers(items: list, src: str, tl: float, hl: float | None, seed: int) -> l
         name = item.get("solver")
         if not isinstance(name, str) or not name:
             raise SpecError(f"{where}: missing 'solver' (a registry name, see docs/harness.md)")
-        from .registry import check_name
+        from .registry import check_budgets, check_name
 
-        msg = check_name(name)
+        msg = check_name(name) or check_budgets(name, "budgets" in item or "budget" in item)
         if msg:
             raise SpecError(f"{where}: {msg}")
+        if "label" in item and (not isinstance(item["label"], str) or not item["label"]):
+            raise SpecError(f"{where}.label: expected a non-empty string, got {item['label']!r}")
         budgets = item.get("budgets", [item["budget"]] if "budget" in item else [None])
         if isinstance(budgets, dict):  # budgets = { from = 0.5, to = 1.0, step = 0.05 }
             if set(budgets) != {"from", "to", "step"}:
@@ -435,6 +455,9 @@ def _solvers(items: list, src: str, tl: float, hl: float | None, seed: int) -> l
         for b in budgets:
             if b is not None:
                 _num(b, f"{where}.budgets")
+                if b > 1 and b != int(b):
+                    raise SpecError(f"{where}.budgets: {b!r}: a ratio is at most 1 and bytes are a whole number "
+                                    "(write 0.75 for 75 % of the given order's peak, or an integer byte count)")
         e_tl = _num(item.get("time_limit", tl), f"{where}.time_limit")
         e_hl = _num(item["hard_limit"], f"{where}.hard_limit") if "hard_limit" in item else (
             hl if hl is not None and "time_limit" not in item else 1.5 * e_tl + 5.0)

@@ -1,0 +1,84 @@
+"""QA pass 2 over bench / report / crosscheck / info / emit / run / eval: user errors are
+one line and exit 2 before any work, nothing is silently wrong, nothing half-written."""
+import json
+from pathlib import Path
+
+import pytest
+
+from test_cli_pressure import one_error_line, run
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "instances" / "shipped"
+CHAIN = str(SHIPPED / "chain_12.json")
+G30 = str(SHIPPED / "random_layered_n30.json")
+
+_INST = '[[instances]]\nfiles = ["shipped:chain_12.json"]\n'
+
+
+def _bench_refused(capsys, tmp_path, spec_text, *needles):
+    spec = tmp_path / "s.toml"
+    spec.write_text(spec_text)
+    out_file = tmp_path / "r.jsonl"
+    rc, out, err = run(capsys, "bench", spec, "-o", out_file, "-q")
+    assert rc == 2 and out == "", (rc, out, err)
+    line = one_error_line(err, *needles)
+    assert not out_file.exists(), "a refused spec must not leave a results file"
+    return line
+
+
+# ------------------------------------------------------------------ bench specs
+@pytest.mark.parametrize("solver_table,needles", [
+    ('solver = "given"\nlabel = 7\n', ("label", "string")),
+    ('solver = "order"\nparams = {method = "dfs"}\nlabel = ["a"]\n', ("label",)),
+])
+def test_bench_non_string_label_is_a_spec_error(capsys, tmp_path, solver_table, needles):
+    _bench_refused(capsys, tmp_path, _INST + "[[solvers]]\n" + solver_table, "s.toml", *needles)
+
+
+def test_bench_non_string_output_is_a_spec_error(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.toml").write_text('output = 5\n' + _INST + '[[solvers]]\nsolver = "given"\n')
+    rc, out, err = run(capsys, "bench", "s.toml", "-q")
+    assert rc == 2 and out == ""
+    one_error_line(err, "output")
+
+
+@pytest.mark.parametrize("solver", ["remat", "dtr"])
+def test_bench_budgeted_solver_without_budgets_is_a_spec_error(capsys, tmp_path, solver):
+    """Every run would be an error row: refuse the spec instead of running it."""
+    _bench_refused(capsys, tmp_path, _INST + f'[[solvers]]\nsolver = "{solver}"\n', "solvers[0]", "budget")
+
+
+@pytest.mark.parametrize("solver", ['solver = "given"', 'solver = "order"\nparams = {method = "dfs"}',
+                                    'solver = "exact"'])
+def test_bench_budgets_on_a_solver_without_budget_is_a_spec_error(capsys, tmp_path, solver):
+    """`given` under budgets = [0.5] recorded 'feasible' rows whose peak is twice the budget."""
+    _bench_refused(capsys, tmp_path, _INST + f'[[solvers]]\n{solver}\nbudgets = [0.5, 0.9]\n',
+                   "solvers[0]", "budget")
+
+
+@pytest.mark.parametrize("budgets,needle", [("[1.5]", "1.5"), ("[0.9, 2.5]", "2.5"), ("[100.25]", "100.25")])
+def test_bench_fractional_budget_above_one_is_a_spec_error(capsys, tmp_path, budgets, needle):
+    """1.5 was taken as 1 byte (floor) and every run came back infeasible."""
+    _bench_refused(capsys, tmp_path, _INST + f'[[solvers]]\nsolver = "remat"\nbudgets = {budgets}\n',
+                   "budgets", needle)
+
+
+def test_bench_same_label_for_different_solvers_is_a_spec_error(capsys, tmp_path):
+    """Two different settings under one label were merged into one report column."""
+    spec = _INST + ('[[solvers]]\nsolver = "order"\nparams = {method = "dfs"}\nlabel = "x"\n'
+                    '[[solvers]]\nsolver = "order"\nparams = {method = "bfs"}\nlabel = "x"\n')
+    _bench_refused(capsys, tmp_path, spec, "label", "'x'")
+    spec = _INST + '[[solvers]]\nsolver = "order"\ngrid = {method = ["dfs", "bfs"]}\nlabel = "h"\n'
+    _bench_refused(capsys, tmp_path, spec, "label", "'h'")
+
+
+def test_bench_identical_entries_and_distinct_labels_still_run(tmp_path):
+    from memsched.solvers.harness.spec import parse_spec
+
+    d = {"instances": [{"files": [CHAIN]}],
+         "solvers": [{"solver": "order", "grid": {"method": ["dfs", "bfs"]}, "label": "{method}"},
+                     {"solver": "remat", "budgets": [0.8, 0.9], "label": "r"},
+                     {"solver": "given"}, {"solver": "given"}]}
+    spec = parse_spec(d)
+    assert len(spec.runs()) == 5
