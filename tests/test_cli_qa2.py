@@ -82,3 +82,36 @@ def test_bench_identical_entries_and_distinct_labels_still_run(tmp_path):
                      {"solver": "given"}, {"solver": "given"}]}
     spec = parse_spec(d)
     assert len(spec.runs()) == 5
+
+
+# ------------------------------------------------------------------ bench --resume on a foreign file
+@pytest.mark.parametrize("foreign", ["spec", "graph", "graph_no_newline", "json_object"])
+def test_bench_resume_refuses_a_file_that_is_not_results(capsys, tmp_path, foreign):
+    """`bench s.toml -o s.toml --resume` appended JSON rows to the spec; a file without a
+    final newline even lost its last line (dropped as a 'torn row')."""
+    spec = tmp_path / "s.toml"
+    spec.write_text(_INST + '[[solvers]]\nsolver = "given"\n')
+    target = {"spec": spec, "graph": tmp_path / "g.json", "graph_no_newline": tmp_path / "g2.json",
+              "json_object": tmp_path / "x.jsonl"}[foreign]
+    if foreign == "graph":
+        target.write_text(Path(CHAIN).read_text())
+    elif foreign == "graph_no_newline":
+        target.write_text(json.dumps(json.loads(Path(CHAIN).read_text())))
+    elif foreign == "json_object":
+        target.write_text('{"x": 1}\n')
+    before = target.read_bytes()
+    rc, out, err = run(capsys, "bench", spec, "-o", target, "--resume", "-q")
+    assert rc == 2 and out == "", (rc, out, err)
+    one_error_line(err, "not a results file")
+    assert target.read_bytes() == before
+
+
+def test_bench_resume_still_continues_a_torn_first_row(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text(_INST + '[[solvers]]\nsolver = "given"\n')
+    res = tmp_path / "r.jsonl"
+    res.write_text('{"key":"abc","spec":"s","ins')  # driver killed during the first write
+    rc, out, err = run(capsys, "bench", spec, "-o", res, "--resume", "-q")
+    assert rc == 0, err
+    rows = [json.loads(ln) for ln in res.read_text().splitlines()]
+    assert len(rows) == 1 and rows[0]["status"] == "feasible"

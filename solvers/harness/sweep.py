@@ -93,6 +93,21 @@ def _cpu_since(who, before) -> float:
     return (now.ru_utime + now.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
+def _check_results_file(path: Path) -> None:
+    """Before ``--resume`` appends to (and trims a torn last line of) ``path``: it must be
+    a results file, i.e. hold at least one row (a JSON object with a "key"), or be only
+    the torn start of a first row. A spec, a graph or any other file is refused untouched."""
+    from memsched.solvers.pool.store import read_rows
+
+    if read_rows(path):
+        return
+    data = path.read_bytes()
+    if b"\n" not in data.rstrip(b"\n") and data.lstrip().startswith(b'{"key"'):
+        return  # the driver was killed while writing the first row
+    raise MemschedError(f"{path}: not a results file of memsched bench (no result rows); "
+                        "--resume would append to it: choose another -o")
+
+
 def run_sweep(spec: Spec | str | Path, output: str | Path | None = None, *, jobs: int | None = None,
               dask=None, resume: bool = False, progress=None, fsync: bool = False,
               memory_limit: int | None = None) -> SweepSummary:
@@ -118,6 +133,8 @@ def run_sweep(spec: Spec | str | Path, output: str | Path | None = None, *, jobs
     store = ResultStore(out, fsync=fsync)
     if store.exists() and not resume:
         raise MemschedError(f"{out}: results file exists; use --resume to continue it, or choose another -o")
+    if resume and store.exists():
+        _check_results_file(out)
     runs = spec.runs()
     done = store.done_keys() if resume else set()
     todo = [r for r in runs if r.key not in done]
