@@ -42,8 +42,12 @@ def test_budget_bytes_rule():
     g = tree(12, seed=2)
     p = evaluate(g, Schedule.from_order(g, g.given_order())).peak
     assert budget_bytes(g, 1.0) == p
-    assert budget_bytes(g, 0.5) == -(-p // 2)  # ceil
+    assert budget_bytes(g, 0.5) == p // 2  # floor: the rule of remat and the command line
     assert budget_bytes(g, 1234.9) == 1234
+    from memsched.solvers.remat.budgets import resolve_budget
+
+    for r in (0.777, 0.5, 0.31, 1.0):  # DTR and remat rows of one sweep share the budget in bytes
+        assert budget_bytes(g, r) == resolve_budget(g, r)
 
 
 def test_names():

@@ -85,15 +85,12 @@ def solve_given(graph: Graph, **_ignored) -> SolveResult:
 
 
 def budget_bytes(graph: Graph, budget) -> int:
-    """A budget ratio (<= 1) of the given order's peak, rounded up, or bytes (> 1)."""
-    import math
+    """A budget ratio (<= 1) of the given order's peak, or bytes (> 1): the one rounding
+    rule of remat and the command line (:func:`memsched.solvers.remat.budgets.resolve_budget`,
+    floor(r x P)), so that DTR and remat rows of one sweep share their budget in bytes."""
+    from memsched.solvers.remat.budgets import resolve_budget
 
-    from memsched.formulations import order_peak
-
-    b = float(budget)
-    if b <= 1.0:
-        return int(math.ceil(b * order_peak(graph, graph.given_order()) - 1e-9))
-    return int(math.floor(b))
+    return resolve_budget(graph, budget)
 
 
 def solve_dtr(graph: Graph, budget, heuristic: str = "dtr", overhead_limit: float = 2.0, seed: int = 0,
