@@ -78,7 +78,10 @@ def harness_section(results_dir: Path, figures_dir: Path | None = None, repo_roo
                f"`memsched bench benchmarks/specs/budgets.toml` ({len(rows)} runs on the shipped instances: DTR "
                "replay on the given order at budgets 0.30..1.00 step 0.02, the remat CP model and the static "
                "DTR-greedy baseline at 0.5..1.0 step 0.1), rendered by `memsched report "
-               "benchmarks/results/harness_budgets.jsonl`. Gaps are to the best known compute at each budget.", "",
+               "benchmarks/results/harness_budgets.jsonl`"
+               + (f" (runs finished {min(ends)[:16].replace('T', ' ')} to {max(ends)[11:16]} UTC)"
+                  if (ends := sorted(r["finished_at"] for r in rows if r.get("finished_at"))) else "")
+               + ". Gaps are to the best known compute at each budget.", "",
                md_table(*rep.tables["solvers"]), "",
                "Conflicts between solvers: " + ("; ".join(conflicts) if conflicts else "none") + ".", ""]
         if figures_dir is not None:
