@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from memsched.cli import arena, crosscheck, dtr, gadget, harness, order, remat, run
-from memsched.cli.interrupts import Interrupts
+from memsched.cli.interrupts import Interrupts, interrupted
 from memsched.cli.options import EXIT_USER_ERROR
 from memsched.formulations import MemschedError
 
@@ -65,9 +65,19 @@ def _run(args) -> int:
     except BrokenPipeError:
         return 0
     except OSError as e:  # a write that failed after the checks (disk full, file removed): one line
+        if interrupted():
+            print(f"memsched {args.command}: interrupted", file=sys.stderr)
+            return 130
         where = f" {e.filename}" if getattr(e, "filename", None) else ""
         print(f"memsched {args.command}: error:{where} {e.strerror or e}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except Exception:
+        # after Ctrl-C a library can fail on its way out (numba interrupted while it compiled:
+        # "no compiled object yet"): the command was stopped, one line, no traceback
+        if interrupted():
+            print(f"memsched {args.command}: interrupted", file=sys.stderr)
+            return 130
+        raise
 
 
 if __name__ == "__main__":

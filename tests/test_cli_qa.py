@@ -302,3 +302,30 @@ def test_gadget_writes_both_files_or_neither(tmp_path, capsys):
     rc, _, err = run(capsys, "gadget", "knapsack", "--random", "4", "-o", out)
     assert rc == 2 and not out.exists()
     one_error_line(err, "k.json.answer.json: cannot write")
+
+
+def test_a_library_failing_after_ctrl_c_is_an_interrupt(monkeypatch, capsys):
+    """Ctrl-C while numba compiled made it fail on the way out ("RuntimeError: no compiled
+    object yet"), and the command died with a traceback and exit 1 (seen on a cold cache in
+    test_ctrl_c_in_the_exact_order_of_emit_run_arena). An exception raised after Ctrl-C is
+    now the interrupt: one line, exit 130. Without Ctrl-C it still propagates."""
+    import memsched.cli.main as M
+    from memsched.cli.interrupts import Interrupts
+
+    def boom(args):
+        Interrupts.count = 1  # as the SIGINT handler does
+        raise RuntimeError("no compiled object yet")
+
+    parser = M.build_parser()
+    args = parser.parse_args(["info", CHAIN])
+    monkeypatch.setattr(args, "func", boom, raising=False)
+    assert M._run(args) == 130
+    assert capsys.readouterr().err.strip() == "memsched info: interrupted"
+
+    def plain(args):
+        Interrupts.count = 0
+        raise RuntimeError("a bug")
+
+    args.func = plain
+    with pytest.raises(RuntimeError, match="a bug"):
+        M._run(args)
