@@ -20,7 +20,16 @@ class Interrupts:
     def __init__(self):
         self.old_handler = None
         self.old_wakeup = None
+        self.old_unraisable = None
         self.pipe = None
+
+    def _unraisable(self, args):
+        """Ctrl-C that lands in a native callback (llvmlite's object cache while numba
+        compiles) cannot propagate: Python reports it as an unraisable exception with a
+        traceback. It is counted already and the command stops on it: say nothing more."""
+        if isinstance(args.exc_value, KeyboardInterrupt) and Interrupts.count:
+            return
+        (self.old_unraisable or sys.__unraisablehook__)(args)
 
     def _handler(self, signum, frame):
         Interrupts.count += 1
@@ -72,6 +81,7 @@ class Interrupts:
         if current is S.SIG_IGN:  # started in the background (nohup ... &): leave it so
             return self
         self.old_handler = S.signal(S.SIGINT, self._handler)
+        self.old_unraisable, sys.unraisablehook = sys.unraisablehook, self._unraisable
         try:
             r, w = os.pipe()
             os.set_blocking(w, False)
@@ -93,6 +103,7 @@ class Interrupts:
         if self.old_handler is not None:
             S.signal(S.SIGINT, self.old_handler)
             self.old_handler = None
+            sys.unraisablehook, self.old_unraisable = self.old_unraisable, None
         return False
 
 

@@ -329,3 +329,28 @@ def test_a_library_failing_after_ctrl_c_is_an_interrupt(monkeypatch, capsys):
     args.func = plain
     with pytest.raises(RuntimeError, match="a bug"):
         M._run(args)
+
+
+def test_ctrl_c_in_a_native_callback_prints_no_traceback(monkeypatch):
+    """Ctrl-C landing in a native callback (llvmlite's object cache while numba compiles) is
+    an unraisable exception, which Python prints with a traceback ("Exception ignored in
+    ..."; seen on a cold numba cache in the emit Ctrl-C test). During a command, after
+    Ctrl-C, that report is silent; any other unraisable exception still goes to the hook
+    that was there before."""
+    import sys
+    from types import SimpleNamespace
+
+    from memsched.cli.interrupts import Interrupts
+
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda args: seen.append(type(args.exc_value).__name__))
+    it = Interrupts()
+    with it:
+        installed = it.old_handler is not None  # not where SIGINT is ignored (a background run)
+        hook = sys.unraisablehook if installed else it._unraisable
+        it.old_unraisable = it.old_unraisable or (lambda args: seen.append(type(args.exc_value).__name__))
+        Interrupts.count = 1  # as the SIGINT handler does
+        hook(SimpleNamespace(exc_value=KeyboardInterrupt()))
+        hook(SimpleNamespace(exc_value=ValueError("a real fault")))
+    Interrupts.count = 0
+    assert seen == ["ValueError"]
