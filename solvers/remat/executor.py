@@ -76,20 +76,29 @@ class Executor:
             return True
         return self.last[j] > self.step
 
-    def _inputs_below(self, tensors) -> set[int]:
-        """The graph inputs that recomputing ``tensors`` may read (their ancestors' inputs)."""
+    def _inputs_needed_from(self, outs: list[int]) -> list[frozenset]:
+        """For each i, the unpinned graph inputs that recomputing ``outs[i:]`` may read (their
+        ancestors' inputs; pinned ones are never evicted). One pass over the graph: each
+        tensor's set is built once from its producer's inputs, then suffix unions."""
         g = self.g
-        seen, stack, out = set(), list(tensors), set()
-        while stack:
-            j = stack.pop()
-            if j in seen:
-                continue
-            seen.add(j)
-            p = g.producer[j]
-            if p == -1:
-                out.add(j)
-            else:
-                stack.extend(g.op_in[p])
+        below: dict[int, frozenset] = {}
+        for v in self.order:  # a topological order: producers before consumers
+            acc: set[int] = set()
+            for j in g.op_in[v]:
+                if g.producer[j] == -1:
+                    if j not in g.pinned_idx:
+                        acc.add(j)
+                else:
+                    acc |= below[j]
+            fs = frozenset(acc)
+            for j in g.op_out[v]:
+                below[j] = fs
+        out, acc = [frozenset()] * (len(outs) + 1), frozenset()
+        for i in range(len(outs) - 1, -1, -1):
+            j = outs[i]
+            acc = acc | (below.get(j, frozenset()) if g.producer[j] != -1 else
+                         (frozenset() if j in g.pinned_idx else frozenset([j])))
+            out[i] = acc
         return out
 
     def _can_recompute(self, p: int) -> bool:
@@ -215,10 +224,11 @@ class Executor:
             done = []
             try:  # a required output brought back stays: later ones may not evict it
                 outs = list(g.output_idx)
+                needed = self._inputs_needed_from(outs)
                 for i, j in enumerate(outs):
                     # graph inputs (never recomputable) that bringing back the outputs still to
                     # come may read stay resident
-                    self.final_inputs = self._inputs_below(outs[i:])
+                    self.final_inputs = needed[i]
                     self.materialize(j)
                     self._lock([j])
                     done.append(j)
