@@ -24,7 +24,10 @@ def schedule_for(graph: Graph, method: str = "given", *, time_limit: float = 60.
     if method == "given":
         return Schedule.from_order(graph, graph.given_order()), "given order"
     from memsched.solvers.ordering import dispatch as ordering
+    from memsched.solvers.ordering.heuristics import UnknownMethod
 
+    if method != "exact" and method not in ordering.METHODS:
+        raise UnknownMethod(f"unknown method {method!r}; valid: {', '.join(ordering.METHODS + ('exact',))}")
     res = ordering.solve_order(graph, method=method, exact=(method == "exact"), time_limit=time_limit, workers=1)
     if interrupted():  # Ctrl-C stopped the solver (it handed back its best so far): stop here, write and run nothing
         raise KeyboardInterrupt

@@ -64,6 +64,31 @@ def test_bench_fractional_budget_above_one_is_a_spec_error(capsys, tmp_path, bud
                    "budgets", needle)
 
 
+@pytest.mark.parametrize("budgets", ["[1]", "[0.5, 1]"])
+def test_bench_integer_one_budget_is_ambiguous(capsys, tmp_path, budgets):
+    """budgets = [1] (a TOML integer) ran as the ratio 1.0, where `--budget 1` is refused as
+    ambiguous; 1.0 is the ratio."""
+    _bench_refused(capsys, tmp_path, _INST + f'[[solvers]]\nsolver = "remat"\nbudgets = {budgets}\n',
+                   "budgets", "1.0")
+
+
+def test_bench_float_one_budget_is_the_whole_peak(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text(_INST + '[[solvers]]\nsolver = "remat"\nparams = {method = "checkpoint-all"}\nbudgets = [1.0]\n')
+    from memsched.solvers.harness.spec import load_spec
+
+    assert [e.budget for e in load_spec(spec).solvers] == [1.0]
+
+
+@pytest.mark.parametrize("cmd", ["run", "emit"])
+def test_run_and_emit_unknown_method_lists_exact(capsys, tmp_path, cmd):
+    extra = ["-o", tmp_path / "p.py"] if cmd == "emit" else []
+    rc, out, err = run(capsys, cmd, CHAIN, "--method", "nosuch", *extra)
+    assert rc == 2 and out == ""
+    one_error_line(err, "nosuch", "exact", "lpmf")
+    assert not (tmp_path / "p.py").exists()
+
+
 def test_bench_same_label_for_different_solvers_is_a_spec_error(capsys, tmp_path):
     """Two different settings under one label were merged into one report column."""
     spec = _INST + ('[[solvers]]\nsolver = "order"\nparams = {method = "dfs"}\nlabel = "x"\n'

@@ -455,6 +455,9 @@ def _solver_entries(items: list, src: str, tl: float, hl: float | None, seed: in
         for b in budgets:
             if b is not None:
                 _num(b, f"{where}.budgets")
+                if isinstance(b, int) and not isinstance(b, bool) and b == 1:
+                    raise SpecError(f"{where}.budgets: 1 is ambiguous: write 1.0 for a ratio (the whole given-order "
+                                    "peak); a byte budget is at least 2 bytes (the rule of the command line)")
                 if b > 1 and b != int(b):
                     raise SpecError(f"{where}.budgets: {b!r}: a ratio is at most 1 and bytes are a whole number "
                                     "(write 0.75 for 75 % of the given order's peak, or an integer byte count)")
