@@ -5,7 +5,10 @@ longer resident it recomputes the producer first (recursively, from whatever
 is still resident); after each step it frees every tensor with no later use.
 What else to drop is a *policy*: a static set of tensors to drop after their
 use (Chen's checkpoints), or eviction under a budget by DTR's score
-h = cost / (bytes x staleness) (Kirisame et al., ICLR 2021).
+h = cost / (bytes x staleness) (Kirisame et al., ICLR 2021). Scores: ``dtr`` (that),
+``belady`` (staleness replaced by the distance to the next use, offline), ``chain`` and
+``chain-stale`` (those two with the cost of the whole recomputation chain: the producer's
+cost plus that of each of its inputs that is no longer resident, recursively).
 
 The output is a :class:`formulations.Schedule`; the evaluator judges it.
 Runs in O(events x resident tensors) with budget eviction, O(events) otherwise.
@@ -19,6 +22,9 @@ from memsched.formulations import Graph
 from memsched.formulations.schedule import COMPUTE, FREE, Schedule
 
 __all__ = ["Executor", "ExecutionFailed", "best_of_family"]
+
+
+SCORES = ("dtr", "belady", "safe", "chain", "chain-stale")
 
 
 class ExecutionFailed(Exception):
@@ -36,6 +42,8 @@ class Executor:
         self.caps = caps
         self.drop = drop_after_use or set()
         self.evict = evict
+        if evict and score not in SCORES:
+            raise ValueError(f"unknown eviction score {score!r}; valid: {', '.join(SCORES)}")
         self.score = score
         n_t = g.n_tensors
         self.pos_uses: list[list[int]] = [[] for _ in range(n_t)]
@@ -117,6 +125,7 @@ class Executor:
             if self.deadline is not None and time.perf_counter() > self.deadline:
                 raise ExecutionFailed("time limit reached")
             best, best_key = -1, None
+            chain = {} if self.score in ("chain", "chain-stale") else None  # memo of this round
             for j in range(g.n_tensors):
                 if not self.resident[j] or j in self.locked or j in g.pinned_idx or g.size[j] == 0:
                     continue
@@ -128,7 +137,7 @@ class Executor:
                     # recomputing p needs every output of p gone: only evict if none is locked
                     if any(o in self.locked for o in g.op_out[p]):
                         continue
-                    cost = g.cost[p]
+                    cost = self._chain_cost(j, chain) if chain is not None else g.cost[p]
                     nxt = next((q for q in self.pos_uses[j] if q > self.step), None)
                     if self.score in ("belady", "safe"):
                         # prefer tensors whose producer's inputs are still alive at the next use
@@ -137,7 +146,7 @@ class Executor:
                 else:
                     cost = 0.0
                     nxt = None
-                if self.score in ("belady", "safe"):
+                if self.score in ("belady", "safe", "chain"):
                     dist = (len(self.order) + 1 - self.step) if nxt is None else nxt - self.step
                     h = cost / (g.size[j] * dist)
                 else:
@@ -151,6 +160,22 @@ class Executor:
             if best < 0:
                 raise ExecutionFailed(f"cannot free {self.mem + need - self.B} more bytes")
             self._free(best)
+
+    def _chain_cost(self, j: int, memo: dict, depth: int = 0) -> float:
+        """What bringing ``j`` back would cost now: its producer's cost plus, recursively,
+        that of every input of the producer that is no longer resident (the chain an
+        on-demand recomputation walks; at most 64 levels deep). A priority only."""
+        c = memo.get(j)
+        if c is None:
+            g = self.g
+            p = g.producer[j]
+            c = g.cost[p]
+            if depth < 64:
+                for i in g.op_in[p]:
+                    if not self.resident[i] and g.producer[i] != -1:
+                        c += self._chain_cost(i, memo, depth + 1)
+            memo[j] = c
+        return c
 
     def _lock(self, js):
         for j in js:

@@ -18,13 +18,13 @@ graphs within minutes (benchmark section 27), so this module gives
   at the current peak with the most bytes per unit of recompute cost, judged by the
   evaluator, until the peak fits B; then every removal that is no longer needed is undone
   (costliest first). The schedule is judged by the one evaluator; it proves nothing.
-  Beside it, the on-demand eviction greedy (solvers/remat/dtr_greedy.py, Belady's and
-  DTR's scores) on the first two orders, within a tenth of the time: much dearer where the
-  two-phase plans fit, but it recomputes as deep as it must, so it reaches budgets a single
-  boundary cannot (ResNet-50 and BERT-base training graphs a fifth of the way above the
-  final-state floor, benchmark section 27). The best schedule found then drops every
-  recomputation it can do without, dearest first (``local_search.drop_recomputations``,
-  the last tenth of the time).
+  Beside it, the on-demand eviction greedy (solvers/remat/dtr_greedy.py; DTR's and Belady's
+  scores, each also with the cost of the whole recomputation chain) on the first three
+  orders, within a sixth of the time: much dearer where the two-phase plans fit, but it
+  recomputes as deep as it must, so it reaches budgets a single boundary cannot (ResNet-50
+  and BERT-base training graphs a fifth of the way above the final-state floor, benchmark
+  section 27). The cheapest three schedules found then drop every recomputation they can do
+  without, dearest first (``local_search.drop_recomputations``, the last tenth of the time).
 * **lower bounds valid for the asked problem** (docs/remat-scale.md has the proofs):
   :func:`final_state_floor` (every schedule ends with the pinned inputs and every required
   output resident, so no budget below that is feasible), the moment-cut covering bound
@@ -335,6 +335,11 @@ def checkpoint_search(g: Graph, B: int, order: list[int], k: int | None = None, 
 
 
 # ------------------------------------------------------------------ driver
+GREEDY_ORDERS = 3  # the on-demand eviction greedy runs on the first orders (the given one first)
+GREEDY_SCORES = ("dtr", "chain", "belady", "chain-stale")  # executor.py; best first on section 27's rows
+GREEDY_SHARE = 1 / 6  # of the search time
+DROP_CANDIDATES = 3  # the dropping pass runs on the cheapest schedules found, each a share of its time
+
 def _boundaries(g: Graph, order: list[int], top: int) -> list[int]:
     if len(order) <= 1:
         return [len(order)]
@@ -401,8 +406,9 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
     from memsched.solvers.remat.dtr_greedy import greedy_schedule
     from memsched.solvers.remat.local_search import drop_recomputations
 
-    greedy_runs = [(name, o, score) for name, o in orders[:2] for score in ("belady", "dtr")]
-    g_end = time.perf_counter() + (end - time.perf_counter()) / 10
+    greedy_runs = [(name, o, score) for name, o in orders[:GREEDY_ORDERS] for score in GREEDY_SCORES]
+    g_end = time.perf_counter() + (end - time.perf_counter()) * GREEDY_SHARE
+    candidates = []  # (compute, schedule, how): every schedule within B, for the dropping pass
     for i, (name, o, score) in enumerate(greedy_runs):
         now = time.perf_counter()
         if now >= g_end:
@@ -414,8 +420,9 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
         tried.append({"order": name, "greedy": score, "peak": ev.peak, "compute": ev.compute})
         if progress is not None:
             progress(f"{name} eviction greedy ({score}): peak {ev.peak}, extra {ev.compute - base:.6g}")
+        candidates.append((ev.compute, s, f"on-demand eviction greedy ({score} score) on the {name} order"))
         if best is None or ev.compute < best[0]:
-            best = (ev.compute, s, f"on-demand eviction greedy ({score} score) on the {name} order")
+            best = candidates[-1]
     runs = [(name, o, k, gp, md) for name, o in orders
             for k in (_boundaries(g, o, boundaries)) for gp in gaps for md in modes]
     for i, (name, o, k, gap, mode) in enumerate(runs):
@@ -428,20 +435,30 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
         tried.append({"order": name, **info, "peak": ev.peak, "compute": ev.compute})
         if progress is not None:
             progress(f"{name} k={k} gap={gap} {mode}: peak {ev.peak}, extra {ev.compute - base:.6g}, {info}")
-        if ev.peak <= B and (best is None or ev.compute < best[0]):
+        if ev.peak <= B:
             if ev.recomputations == 0:  # every operator once: nothing can be cheaper
                 best = (ev.compute, s, f"the {name} order fits the budget without recomputation")
+                candidates = []
                 break
-            best = (ev.compute, s, f"two-phase checkpointing from the {name} order split at {k} ({mode} greedy"
-                    + (f", gap {gap})" if gap is not None else ")"))
-    if best is not None and len(best[1].computes()) > g.n_ops:
-        seq = drop_recomputations(g, best[1].computes(), B,  # the searches may overrun their end a little
-                                  deadline=max(t0 + time_limit, time.perf_counter() + min(2.0, time_limit / 10)))
+            candidates.append((ev.compute, s, f"two-phase checkpointing from the {name} order split at {k} "
+                               f"({mode} greedy" + (f", gap {gap})" if gap is not None else ")")))
+            if best is None or ev.compute < best[0]:
+                best = candidates[-1]
+    # the dropping pass, on the cheapest few schedules (the cheapest before it is not always the
+    # cheapest after it); the searches may overrun their end a little
+    d_end = max(t0 + time_limit, time.perf_counter() + min(2.0, time_limit / 10))
+    todo = sorted((c for c in candidates if len(c[1].computes()) > g.n_ops), key=lambda c: c[0])[:DROP_CANDIDATES]
+    for i, (compute, s0, how) in enumerate(todo):
+        now = time.perf_counter()
+        if now >= d_end:
+            break
+        seq = drop_recomputations(g, s0.computes(), B, deadline=now + (d_end - now) / (len(todo) - i))
         s = schedule_from_sequence(g, seq)
         ev = evaluate(g, s)
-        if ev.peak <= B and ev.compute < best[0]:
-            tried.append({"order": "best, recomputations dropped", "peak": ev.peak, "compute": ev.compute})
-            best = (ev.compute, s, best[2] + "; unneeded recomputations dropped")
+        if ev.peak <= B and ev.compute < compute:
+            tried.append({"order": f"{how}, recomputations dropped", "peak": ev.peak, "compute": ev.compute})
+            if ev.compute < best[0]:
+                best = (ev.compute, s, how + "; unneeded recomputations dropped")
     lb = max(bound.lower_bound, cut.lower_bound)
     extra = {"final_state_floor": floor, "bound_checks": bound.checks, "bound_complete": bound.complete,
              "cut_cover_bound": cut_info, "searches": tried}
