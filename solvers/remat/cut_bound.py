@@ -256,7 +256,8 @@ def _int_costs(costs):
 
 def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, time_limit: float = 10.0,
                     upto: float | None = None, workers: int = 1, seed: int = 0,
-                    rows_per_round: int = ROWS_PER_ROUND, closure: bool = True, nogoods=()) -> CutCoverBound:
+                    rows_per_round: int = ROWS_PER_ROUND, closure: bool = True, nogoods=(),
+                    downset: bool = True) -> CutCoverBound:
     """The moment-cut covering bound (module docstring) for budget ``B`` (bytes).
 
     Parameters
@@ -269,6 +270,9 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
         Seconds from the first step; the bound found so far stands when it runs out.
     upto : float, optional
         Stop once the proven extra reaches it (e.g. an incumbent's extra compute).
+    downset : bool
+        Free order: also solve the down-set covering program (solvers/remat/downset_bound.py)
+        with half the time left before the closure rows, and keep the larger bound.
     nogoods : iterable of sets of operators
         Sets W such that no schedule of the class within B and the caps runs again only
         operators of W (proven by the caller, e.g. an infeasible search restricted to W:
@@ -316,6 +320,8 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
     nogoods = [set(w) for w in nogoods]
     if not len(active) and not nogoods:
         out.complete = True
+        if downset and order == "free":
+            _downset_stage(g, int(B), caps, out, t0, deadline, upto, workers, seed)
         return out
     scale, icost = _int_costs(g.cost)
     prods = sorted(set(int(p) for p in rows.soft_prod))
@@ -440,6 +446,10 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
             break
     out.stats.update({"rounds": rounds, "rows": len(seen_rows), "nonzeros": nnz, "variables": len(prods),
                       "s": round(time.perf_counter() - t0, 3)})
+    if downset and order == "free":
+        _downset_stage(g, int(B), caps, out, t0, deadline, upto, workers, seed)
+        if out.infeasible:
+            return out
     if closure and not out.infeasible and (upto is None or out.extra < upto - 1e-9) \
             and deadline - time.perf_counter() > 0.2:
         # the closure rows (a rerun after the moment reads its inputs after the moment), on the
@@ -449,6 +459,26 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
                               workers, seed, upto, out)
         out.stats["closure"] = ext
     return out
+
+
+def _downset_stage(g: Graph, B: int, caps, out: CutCoverBound, t0: float, deadline: float, upto, workers: int,
+                   seed: int) -> None:
+    """The down-set covering program (solvers/remat/downset_bound.py: the operators run
+    before each moment are a choice, not only its ancestors) with half the time left; the
+    larger bound is kept, its infeasibility ends the bound (in place)."""
+    if out.infeasible or (upto is not None and out.extra >= upto - 1e-9) or deadline - time.perf_counter() <= 0.2:
+        return
+    from memsched.solvers.remat.downset_bound import downset_cover_bound
+
+    ds = downset_cover_bound(g, B, caps, time_limit=(deadline - time.perf_counter()) / 2, workers=workers, seed=seed)
+    out.stats["downset"] = {"extra": ds.extra, "complete": ds.complete, **ds.stats}
+    if ds.infeasible:
+        out.infeasible = out.complete = True
+        out.reason = ds.reason
+    elif ds.extra > out.extra:
+        out.extra = ds.extra
+        out.checks.append((ds.extra, f"down-set covering program: {ds.stats.get('moments', 0)} moments, "
+                           f"{ds.stats.get('status', 'not solved')}", round(time.perf_counter() - t0, 3)))
 
 
 #: moments added to the closure program per round
