@@ -30,6 +30,8 @@ __all__ = ["DownsetBound", "downset_cover_bound", "MAX_MOMENTS"]
 
 #: at most this many moments (the highest trap values first)
 MAX_MOMENTS = 64
+#: seconds at most for each moment's program alone
+SINGLE_S = 2.0
 
 
 @dataclass
@@ -86,129 +88,173 @@ def downset_cover_bound(graph: Graph, B: int, caps=None, *, time_limit: float = 
     outs = g.output_idx
     scale, ic = _int_costs([g.cost[v] for v in range(n)])
     again = [(caps is None or caps[v] is None or caps[v] > 0) for v in range(n)]
-    m = cp_model.CpModel()
-    y: dict[int, object] = {}
 
-    def Y(p):
-        if p not in y:
-            y[p] = m.NewBoolVar(f"y{p}")
-        return y[p]
+    def build(xs):
+        """(model, None) for the moments ``xs``; (None, reason) when one of them alone
+        refutes B; (None, None) past the deadline."""
+        m = cp_model.CpModel()
+        y: dict[int, object] = {}
 
-    for x in moments:
-        need = const + sum(g.size[j] for j in set(g.op_in[x]) if j not in always) \
-            + sum(g.size[j] for j in g.op_out[x]) + g.workspace[x]
-        room = B - need
-        if room < 0:  # x's own need (the local facts catch this first)
+        def Y(p):
+            if p not in y:
+                y[p] = m.NewBoolVar(f"y{p}")
+            return y[p]
+
+        for x in xs:
+            need = const + sum(g.size[j] for j in set(g.op_in[x]) if j not in always) \
+                + sum(g.size[j] for j in g.op_out[x]) + g.workspace[x]
+            room = B - need
+            if room < 0:  # x's own need (the local facts catch this first)
+                return None, f"no schedule fits budget {B}: operator {g.ops[x].name!r} needs {need} bytes " \
+                    "with its inputs and outputs (and the always-resident inputs)"
+            A, Dd, xin, xout = anc[x], desc[x], set(g.op_in[x]), set(g.op_out[x])
+            d: dict[int, object] = {}
+            r: dict[int, object] = {}
+            a: dict[int, object] = {}
+            terms = []
+
+            def D(w, A=A, Dd=Dd, x=x, d=d):  # 1, 0 or a literal: w's first run precedes x's
+                if (A >> w) & 1:
+                    return 1
+                if w == x or (Dd >> w) & 1:
+                    return 0
+                if w not in d:
+                    d[w] = m.NewBoolVar("")
+                return d[w]
+
+            def R(j, r=r, terms=terms):  # tensor j resident at x (counted in the memory row)
+                if j not in r:
+                    r[j] = m.NewBoolVar("")
+                    terms.append((g.size[j], r[j]))
+                return r[j]
+
+            def Again(p, a=a):  # p runs after x: a second run (its first precedes x's), so y_p
+                if p not in a:
+                    a[p] = m.NewBoolVar("")
+                    m.AddImplication(a[p], Y(p))
+                return a[p]
+
+            for j in range(g.n_tensors):
+                if j in always or g.size[j] == 0 or j in xin or j in xout:
+                    continue
+                p = g.producer[j]
+                dp = 1 if p == -1 else D(p)
+                if isinstance(dp, int) and dp == 0:
+                    continue  # made after x
+                req = j in outs
+                dcs = [D(c) for c in g.consumers[j] if c != x]
+                if not req and all(isinstance(dc, int) and dc == 1 for dc in dcs):
+                    continue  # no reader after x (or none at all): it may be gone
+                if p != -1 and again[p] and ic[p] == 0:
+                    continue  # running p again costs nothing: no row can charge for it
+                rj = R(j)
+                back = Again(p) if (p != -1 and again[p]) else 0
+                if req:
+                    m.Add(rj >= dp - back)
+                else:
+                    for dc in dcs:
+                        if not (isinstance(dc, int) and dc == 1):
+                            m.Add(rj >= dp - dc - back)
+            # closure: an operator run again after x reads its inputs then
+            done: set[int] = set()
+            while len(done) < len(a):
+                for p in [q for q in a if q not in done]:
+                    done.add(p)
+                    for u in set(g.op_in[p]):
+                        if u in always or g.size[u] == 0 or u in xin or u in xout:
+                            continue  # resident at x anyway (counted in need_x) or weighs nothing
+                        q = g.producer[u]
+                        if q == -1:  # a graph input freed before x never comes back
+                            m.Add(R(u) >= a[p])
+                            continue
+                        dq = D(q)
+                        if isinstance(dq, int) and dq == 0:
+                            continue  # made after x by q's first run
+                        if again[q] and ic[q] == 0:
+                            continue  # made again for free (its own inputs not followed: a relaxation)
+                        if again[q]:
+                            m.Add(R(u) >= a[p] + dq - 1 - Again(q))
+                        else:
+                            m.Add(R(u) >= a[p] + dq - 1)
+            closed: set[int] = set()
+            while len(closed) < len(d):  # D is a down-set (D(p) below may add operators)
+                for w, lit in [(w, lit) for w, lit in d.items() if w not in closed]:
+                    closed.add(w)
+                    for i in g.op_in[w]:
+                        p = g.producer[i]
+                        if p == -1:
+                            continue
+                        dp = D(p)
+                        if isinstance(dp, int):
+                            if dp == 0:
+                                m.Add(lit == 0)
+                        else:
+                            m.AddImplication(lit, dp)
+            if terms:
+                m.Add(sum(s * v for s, v in terms) <= room)
+            if time.perf_counter() > deadline:
+                return None, None
+        m.Minimize(sum(ic[p] * lit for p, lit in y.items()))
+        return m, None
+
+    def solve(m, limit):
+        """(extra proven, status); status "infeasible" refutes B."""
+        run = solve_cpsat(m, time_limit=limit, workers=workers, seed=seed, name="remat-downset-cover")
+        if run.interrupted:
+            raise KeyboardInterrupt
+        if run.status == "infeasible":
+            return 0.0, "infeasible"
+        bound = run.solver.BestObjectiveBound()
+        return (max(0.0, math.ceil(bound - 1e-6) / scale) if math.isfinite(bound) else 0.0), run.status
+
+    refuted = ("no schedule fits budget {B}: at the first computation of {what} every choice of the "
+               "operators run before it leaves more resident bytes than the budget, whatever runs again "
+               "(docs/remat.md, \"Down-set covering bound\")")
+    # each moment alone first (a program with fewer rows: a weaker bound, often solved at once),
+    # the most demanding first, each with a share of half the time; then all of them together
+    singles = 0
+    single_status = "not solved"
+    for k, x in enumerate(moments):
+        left = (deadline - time.perf_counter()) / 2
+        if left < 0.05:
+            break
+        m, why = build([x])
+        if m is None:
+            if why is None:
+                break
             out.infeasible = out.complete = True
-            out.reason = (f"no schedule fits budget {B}: operator {g.ops[x].name!r} needs {need} bytes "
-                          "with its inputs and outputs (and the always-resident inputs)")
+            out.reason = why
             return out
-        A, Dd, xin, xout = anc[x], desc[x], set(g.op_in[x]), set(g.op_out[x])
-        d: dict[int, object] = {}
-        r: dict[int, object] = {}
-        a: dict[int, object] = {}
-        terms = []
-
-        def D(w, A=A, Dd=Dd, x=x, d=d):  # 1, 0 or a literal: w's first run precedes x's
-            if (A >> w) & 1:
-                return 1
-            if w == x or (Dd >> w) & 1:
-                return 0
-            if w not in d:
-                d[w] = m.NewBoolVar("")
-            return d[w]
-
-        def R(j, r=r, terms=terms):  # tensor j resident at x (counted in the memory row)
-            if j not in r:
-                r[j] = m.NewBoolVar("")
-                terms.append((g.size[j], r[j]))
-            return r[j]
-
-        def Again(p, a=a):  # p runs after x: a second run (its first precedes x's), so y_p
-            if p not in a:
-                a[p] = m.NewBoolVar("")
-                m.AddImplication(a[p], Y(p))
-            return a[p]
-
-        for j in range(g.n_tensors):
-            if j in always or g.size[j] == 0 or j in xin or j in xout:
-                continue
-            p = g.producer[j]
-            dp = 1 if p == -1 else D(p)
-            if isinstance(dp, int) and dp == 0:
-                continue  # made after x
-            req = j in outs
-            dcs = [D(c) for c in g.consumers[j] if c != x]
-            if not req and all(isinstance(dc, int) and dc == 1 for dc in dcs):
-                continue  # no reader after x (or none at all): it may be gone
-            if p != -1 and again[p] and ic[p] == 0:
-                continue  # running p again costs nothing: no row can charge for it
-            rj = R(j)
-            back = Again(p) if (p != -1 and again[p]) else 0
-            if req:
-                m.Add(rj >= dp - back)
-            else:
-                for dc in dcs:
-                    if not (isinstance(dc, int) and dc == 1):
-                        m.Add(rj >= dp - dc - back)
-        # closure: an operator run again after x reads its inputs then
-        done: set[int] = set()
-        while len(done) < len(a):
-            for p in [q for q in a if q not in done]:
-                done.add(p)
-                for u in set(g.op_in[p]):
-                    if u in always or g.size[u] == 0 or u in xin or u in xout:
-                        continue  # resident at x anyway (counted in need_x) or weighs nothing
-                    q = g.producer[u]
-                    if q == -1:  # a graph input freed before x never comes back
-                        m.Add(R(u) >= a[p])
-                        continue
-                    dq = D(q)
-                    if isinstance(dq, int) and dq == 0:
-                        continue  # made after x by q's first run
-                    if again[q] and ic[q] == 0:
-                        continue  # made again for free (its own inputs not followed: a relaxation)
-                    if again[q]:
-                        m.Add(R(u) >= a[p] + dq - 1 - Again(q))
-                    else:
-                        m.Add(R(u) >= a[p] + dq - 1)
-        closed: set[int] = set()
-        while len(closed) < len(d):  # D is a down-set (D(p) below may add operators)
-            for w, lit in [(w, lit) for w, lit in d.items() if w not in closed]:
-                closed.add(w)
-                for i in g.op_in[w]:
-                    p = g.producer[i]
-                    if p == -1:
-                        continue
-                    dp = D(p)
-                    if isinstance(dp, int):
-                        if dp == 0:
-                            m.Add(lit == 0)
-                    else:
-                        m.AddImplication(lit, dp)
-        if terms:
-            m.Add(sum(s * v for s, v in terms) <= room)
-        if time.perf_counter() > deadline:
-            out.stats["built"] = f"{moments.index(x)} of {len(moments)} moments in time"
+        val, status = solve(m, min(left / (len(moments) - k), SINGLE_S))
+        singles += 1
+        single_status = status
+        if status == "infeasible":
+            out.infeasible = out.complete = True
+            out.reason = refuted.format(B=B, what=repr(g.ops[x].name))
             return out
-    m.Minimize(sum(ic[p] * lit for p, lit in y.items()))
-    out.stats.update({"variables": len(m.Proto().variables), "constraints": len(m.Proto().constraints),
-                      "build_s": round(time.perf_counter() - t0, 3)})
-    left = deadline - time.perf_counter()
-    if left < 0.05:
-        return out
-    run = solve_cpsat(m, time_limit=left, workers=workers, seed=seed, name="remat-downset-cover")
-    if run.interrupted:
-        raise KeyboardInterrupt
-    if run.status == "infeasible":
-        out.infeasible = out.complete = True
-        out.reason = (f"no schedule fits budget {B}: at the first computation of one of {len(moments)} operators "
-                      "every choice of the operators run before it leaves more resident bytes than the budget, "
-                      "whatever runs again (docs/remat.md, \"Down-set covering bound\")")
-        return out
-    bound = run.solver.BestObjectiveBound()
-    if math.isfinite(bound):
-        out.extra = max(0.0, math.ceil(bound - 1e-6) / scale)
-    out.complete = run.status == "optimal" and len(moments) == len(tight)
-    out.stats.update({"status": run.status, "s": round(time.perf_counter() - t0, 3)})
+        out.extra = max(out.extra, val)
+    out.stats["single_moments"] = singles
+    out.stats["single_extra"] = out.extra
+    if len(moments) > 1:
+        m, why = build(moments)
+        if m is None:
+            if why is not None:
+                out.infeasible = out.complete = True
+                out.reason = why
+            return out
+        out.stats.update({"variables": len(m.Proto().variables), "constraints": len(m.Proto().constraints),
+                          "build_s": round(time.perf_counter() - t0, 3)})
+        left = deadline - time.perf_counter()
+        if left < 0.05:
+            return out
+        val, status = solve(m, left)
+        if status == "infeasible":
+            out.infeasible = out.complete = True
+            out.reason = refuted.format(B=B, what=f"one of {len(moments)} operators")
+            return out
+        out.extra = max(out.extra, val)
+    else:
+        status = single_status
+    out.complete = status == "optimal" and len(moments) == len(tight)
+    out.stats.update({"status": status, "s": round(time.perf_counter() - t0, 3)})
     return out
