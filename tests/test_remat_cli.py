@@ -57,3 +57,16 @@ def test_pareto_table_json_and_plot(capsys, gfile, tmp_path):
     d = json.loads(out)
     assert [p["budget_ratio"] for p in d["points"]][0] == 1.0
     assert d["points"][0]["overhead_pct"] == 0.0
+
+
+def test_remat_scale_progress_reports_each_search(capsys, gfile):
+    """`--method scale --progress` reports its bounds and each search on stderr (it printed
+    nothing before: the flag was not passed on); stdout stays the table."""
+    rc, out, err = run(capsys, "remat", gfile, "--budget", "0.7", "--method", "scale", "--time-limit", "5",
+                       "--progress")
+    assert rc == 0 and "remat" in out and "[scale]" not in out
+    lines = [ln for ln in err.splitlines() if "[scale]" in ln]
+    assert any("lower bounds" in ln for ln in lines), err
+    assert any("eviction greedy" in ln or "two-phase" in ln for ln in lines), err
+    rc, out, err = run(capsys, "remat", gfile, "--budget", "0.7", "--method", "scale", "--time-limit", "5")
+    assert rc == 0 and "[scale]" not in err

@@ -127,7 +127,10 @@ def solve_remat(graph: Graph, budget, method: str = "cp", cap=None, time_limit: 
                                 "only (no --cap, --order free, --objective compute)")
         from memsched.solvers.remat.scale import solve_scale
 
-        res = solve_scale(graph, B, time_limit=time_limit)
+        def say(text, c0=t0):
+            print(f"  [scale] {time.perf_counter() - c0:7.2f}s  {text}", file=sys.stderr, flush=True)
+
+        res = solve_scale(graph, B, time_limit=time_limit, progress=say if progress else None)
         res.scope = "free"
     elif method == "milp":
         from memsched.solvers.remat.milp import solve_remat_milp

@@ -383,6 +383,9 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
                            message=cut.reason, wall_s=time.perf_counter() - t0, scope="free",
                            extra={"final_state_floor": floor, "cut_cover_bound": cut_info})
     bound = threshold_order_bound(g, B, time_limit=max(0.0, bt - (time.perf_counter() - tc)))
+    if progress is not None:
+        progress(f"lower bounds: moment-cut covering (down-set stage included) extra {cut.extra:.6g}, "
+                 f"threshold order bound extra {bound.lower_bound - base:.6g}")
     if orders is None:
         # the given order first (a traced training step runs its forward, then its backward: the
         # two-phase plan's shape), then the heuristics' orders by peak
@@ -419,7 +422,7 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
         ev = evaluate(g, s)
         tried.append({"order": name, "greedy": score, "peak": ev.peak, "compute": ev.compute})
         if progress is not None:
-            progress(f"{name} eviction greedy ({score}): peak {ev.peak}, extra {ev.compute - base:.6g}")
+            progress(f"{name} order, eviction greedy ({score} score): peak {ev.peak}, extra {ev.compute - base:.6g}")
         candidates.append((ev.compute, s, f"on-demand eviction greedy ({score} score) on the {name} order"))
         if best is None or ev.compute < best[0]:
             best = candidates[-1]
@@ -434,7 +437,9 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
         ev = evaluate(g, s)
         tried.append({"order": name, **info, "peak": ev.peak, "compute": ev.compute})
         if progress is not None:
-            progress(f"{name} k={k} gap={gap} {mode}: peak {ev.peak}, extra {ev.compute - base:.6g}, {info}")
+            progress(f"{name} order, two-phase split at {k}, gap {gap}, {mode} greedy: peak {ev.peak}"
+                     + (" (within the budget)" if ev.peak <= B else f" (over the budget {B})")
+                     + f", extra {ev.compute - base:.6g}")
         if ev.peak <= B:
             if ev.recomputations == 0:  # every operator once: nothing can be cheaper
                 best = (ev.compute, s, f"the {name} order fits the budget without recomputation")
@@ -457,6 +462,8 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
         ev = evaluate(g, s)
         if ev.peak <= B and ev.compute < compute:
             tried.append({"order": f"{how}, recomputations dropped", "peak": ev.peak, "compute": ev.compute})
+            if progress is not None:
+                progress(f"{how}, recomputations dropped: extra {compute - base:.6g} -> {ev.compute - base:.6g}")
             if ev.compute < best[0]:
                 best = (ev.compute, s, how + "; unneeded recomputations dropped")
     lb = max(bound.lower_bound, cut.lower_bound)
