@@ -400,6 +400,7 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
     if gaps is None:
         gaps = (None, max(8, g.n_ops // 32))
     best = None  # (compute, schedule, how)
+    found: list[float] = []  # seconds at which the best schedule so far improved (anytime figures)
     tried = []
     # the last tenth of the time: the best schedule drops the recomputations it can do without
     end = t0 + time_limit - (time_limit - (time.perf_counter() - t0)) / 10
@@ -426,6 +427,7 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
         candidates.append((ev.compute, s, f"on-demand eviction greedy ({score} score) on the {name} order"))
         if best is None or ev.compute < best[0]:
             best = candidates[-1]
+            found.append(time.perf_counter() - t0)
     runs = [(name, o, k, gp, md) for name, o in orders
             for k in (_boundaries(g, o, boundaries)) for gp in gaps for md in modes]
     for i, (name, o, k, gap, mode) in enumerate(runs):
@@ -443,12 +445,15 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
         if ev.peak <= B:
             if ev.recomputations == 0:  # every operator once: nothing can be cheaper
                 best = (ev.compute, s, f"the {name} order fits the budget without recomputation")
+                found.append(time.perf_counter() - t0)
                 candidates = []
                 break
             candidates.append((ev.compute, s, f"two-phase checkpointing from the {name} order split at {k} "
                                f"({mode} greedy" + (f", gap {gap})" if gap is not None else ")")))
             if best is None or ev.compute < best[0]:
                 best = candidates[-1]
+                found.append(time.perf_counter() - t0)
+            found.append(time.perf_counter() - t0)
     # the dropping pass, on the cheapest few schedules (the cheapest before it is not always the
     # cheapest after it); the searches may overrun their end a little
     d_end = max(t0 + time_limit, time.perf_counter() + min(2.0, time_limit / 10))
@@ -466,8 +471,10 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
                 progress(f"{how}, recomputations dropped: extra {compute - base:.6g} -> {ev.compute - base:.6g}")
             if ev.compute < best[0]:
                 best = (ev.compute, s, how + "; unneeded recomputations dropped")
+                found.append(time.perf_counter() - t0)
     lb = max(bound.lower_bound, cut.lower_bound)
     extra = {"final_state_floor": floor, "bound_checks": bound.checks, "bound_complete": bound.complete,
+             "time_to_first_s": found[0] if found else None, "time_to_best_s": found[-1] if found else None,
              "cut_cover_bound": cut_info, "searches": tried}
     if best is None:
         return make_result(g, None, solver=SOLVER, status=Status.UNKNOWN, objective="compute", params=params,
