@@ -194,13 +194,27 @@ def cut_peak(g: Graph, order: list[int], budget: int, caps=None, time_limit: flo
     return None
 
 
-def drop_recomputations(g: Graph, seq: list[int], budget: int, deadline: float | None = None) -> list[int]:
+def drop_recomputations(g: Graph, seq: list[int], budget: int, deadline: float | None = None,
+                        passes: int | None = None) -> list[int]:
     """``seq`` without the recomputations it can do without: each repeat occurrence of an
     operator (dearest first, later first among equals) is removed when the schedule of the
     remaining sequence still fits ``budget`` (its later readers then read the previous copy,
-    resident longer instead). First occurrences stay, so every sequence tried is valid. One
-    pass, O(repeats x sequence length); stops at ``deadline`` (a ``time.perf_counter()``
-    value) with what it has."""
+    resident longer instead). First occurrences stay, so every sequence tried is valid.
+    A removal can make room for one refused earlier in the pass (the removed copy held
+    memory where the refused one would have added some), so passes repeat until one removes
+    nothing (``passes``: at most that many). O(repeats x sequence length) per pass; stops at
+    ``deadline`` (a ``time.perf_counter()`` value) with what it has."""
+    done = 0
+    while passes is None or done < passes:
+        out = _drop_pass(g, seq, budget, deadline)
+        done += 1
+        if len(out) == len(seq) or (deadline is not None and time.perf_counter() > deadline):
+            return out
+        seq = out
+    return seq
+
+
+def _drop_pass(g: Graph, seq: list[int], budget: int, deadline: float | None) -> list[int]:
     from memsched.formulations import evaluate
     from memsched.formulations.evaluator import ScheduleError
 

@@ -24,7 +24,8 @@ graphs within minutes (benchmark section 27), so this module gives
   recomputes as deep as it must, so it reaches budgets a single boundary cannot (ResNet-50
   and BERT-base training graphs a fifth of the way above the final-state floor, benchmark
   section 27). The cheapest three schedules found then drop every recomputation they can do
-  without, dearest first (``local_search.drop_recomputations``, the last tenth of the time).
+  without, dearest first, pass after pass until a pass removes nothing
+  (``local_search.drop_recomputations``, the last quarter of the time).
 * **lower bounds valid for the asked problem** (docs/remat-scale.md has the proofs):
   :func:`final_state_floor` (every schedule ends with the pinned inputs and every required
   output resident, so no budget below that is feasible), the moment-cut covering bound
@@ -338,7 +339,8 @@ def checkpoint_search(g: Graph, B: int, order: list[int], k: int | None = None, 
 GREEDY_ORDERS = 3  # the on-demand eviction greedy runs on the first orders (the given one first)
 GREEDY_SCORES = ("dtr", "chain", "belady", "chain-stale")  # executor.py; best first on section 27's rows
 GREEDY_SHARE = 1 / 6  # of the search time
-DROP_CANDIDATES = 3  # the dropping pass runs on the cheapest schedules found, each a share of its time
+DROP_CANDIDATES = 3  # the dropping passes run on the cheapest schedules found, each a share of their time
+DROP_SHARE = 1 / 4  # of the time left after the bounds: the dropping passes (until a pass removes nothing)
 
 def _boundaries(g: Graph, order: list[int], top: int) -> list[int]:
     if len(order) <= 1:
@@ -402,8 +404,8 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
     best = None  # (compute, schedule, how)
     found: list[float] = []  # seconds at which the best schedule so far improved (anytime figures)
     tried = []
-    # the last tenth of the time: the best schedule drops the recomputations it can do without
-    end = t0 + time_limit - (time_limit - (time.perf_counter() - t0)) / 10
+    # the last quarter of the time: the cheapest schedules drop the recomputations they can do without
+    end = t0 + time_limit - (time_limit - (time.perf_counter() - t0)) * DROP_SHARE
     # the on-demand eviction greedy (solvers/remat/dtr_greedy.py) on the first orders: far
     # dearer than two-phase checkpointing where that fits, but it recomputes as deep as it
     # must, so it reaches budgets the two-phase plans cannot; a tenth of the time left
