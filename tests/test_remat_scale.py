@@ -229,21 +229,28 @@ def test_local_peak_bound_holds_for_every_schedule():
     assert tight > 50  # the bound is met on many of them, so one byte more would be wrong
 
 
+def _greedy_schedules_with_recomputation(score: str, seeds: int = 8000):
+    """(seed, graph, budget, schedule) for the seeded tiny graphs (every graph feature) where the
+    eviction greedy with ``score`` on the given order fits the budget and recomputes."""
+    from memsched.solvers.remat.dtr_greedy import greedy_schedule
+    from referee_strategies import random_tiny_graph
+
+    for seed in range(seeds):
+        g, B = random_tiny_graph(seed, max_ops=10)
+        s = greedy_schedule(g, B, None, g.given_order(), score=score)
+        if s is not None and len(s.computes()) > g.n_ops:
+            yield seed, g, B, s
+
+
 def test_dropping_recomputations_keeps_the_budget_and_lowers_compute():
     """``drop_recomputations`` on the eviction greedy's schedules (8,000 seeded tiny graphs
     with every graph feature, Belady's score): the schedule of the shorter sequence is valid,
     within the budget, runs every operator, and costs no more; on 482 of the 1,857 with a
     recomputation it costs less. Red when a removal was kept 3 bytes over the budget."""
-    from memsched.solvers.remat.dtr_greedy import greedy_schedule
     from memsched.solvers.remat.local_search import drop_recomputations, schedule_from_sequence
-    from referee_strategies import random_tiny_graph
 
     cheaper = 0
-    for seed in range(8000):
-        g, B = random_tiny_graph(seed, max_ops=10)
-        s = greedy_schedule(g, B, None, g.given_order(), score="belady")
-        if s is None or len(s.computes()) == g.n_ops:
-            continue
+    for seed, g, B, s in _greedy_schedules_with_recomputation("belady"):
         before = evaluate(g, s)
         seq = drop_recomputations(g, s.computes(), B)
         ev = evaluate(g, schedule_from_sequence(g, seq))  # raises on an invalid schedule
@@ -279,16 +286,10 @@ def test_dropping_recomputations_ends_at_a_fixpoint():
     """``drop_recomputations`` repeats its pass until one removes nothing: another call on its
     result removes nothing more, and on some of 8,000 seeded tiny graphs the fixpoint is
     cheaper than one pass (a removal made room for one refused earlier in the pass)."""
-    from memsched.solvers.remat.dtr_greedy import greedy_schedule
     from memsched.solvers.remat.local_search import drop_recomputations, schedule_from_sequence
-    from referee_strategies import random_tiny_graph
 
     better = 0
-    for seed in range(8000):
-        g, B = random_tiny_graph(seed, max_ops=10)
-        s = greedy_schedule(g, B, None, g.given_order(), score="dtr")
-        if s is None or len(s.computes()) == g.n_ops:
-            continue
+    for seed, g, B, s in _greedy_schedules_with_recomputation("dtr"):
         seq = drop_recomputations(g, s.computes(), B)
         assert drop_recomputations(g, seq, B, passes=1) == seq, seed
         one = drop_recomputations(g, s.computes(), B, passes=1)
