@@ -342,6 +342,7 @@ GREEDY_SHARE = 1 / 6  # of the search time
 DROP_CANDIDATES = 3  # the dropping passes run on the cheapest schedules found, each a share of their time
 DROP_SHARE = 1 / 4  # of the time left after the bounds: the dropping passes (until a pass removes nothing)
 
+
 def _boundaries(g: Graph, order: list[int], top: int) -> list[int]:
     if len(order) <= 1:
         return [len(order)]
@@ -408,7 +409,7 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
     end = t0 + time_limit - (time_limit - (time.perf_counter() - t0)) * DROP_SHARE
     # the on-demand eviction greedy (solvers/remat/dtr_greedy.py) on the first orders: far
     # dearer than two-phase checkpointing where that fits, but it recomputes as deep as it
-    # must, so it reaches budgets the two-phase plans cannot; a tenth of the time left
+    # must, so it reaches budgets the two-phase plans cannot; GREEDY_SHARE of the search time
     from memsched.solvers.remat.dtr_greedy import greedy_schedule
     from memsched.solvers.remat.local_search import drop_recomputations
 
