@@ -474,7 +474,7 @@ def prefix_side_main(argv) -> int:
             res.setdefault(pre, r)
         same = [key(x) for x in res[False].points] == [key(x) for x in res[True].points]
         assert same, (name, "prefix sharing changed a sample")
-        ra, rb = res[False], res[True]
+        rb = res[True]
         print(f"prefix side {name} [{lo}, {hi}]: A {walls[False]:.1f} s B {walls[True]:.1f} s, "
               f"{rb.resumed}/{rb.replays} resumed, equal={same}", flush=True)
         out.append(f"| {name} | {lo}-{hi} | {len(rb.points)} | {rb.replays} | {rb.resumed} | {walls[False]:.1f} | "

@@ -292,7 +292,7 @@ def run_cp(g, B, candidates, cp_time, base, fix_order=None) -> dict:
     cap. ``fix_order``: first computations in that order (Checkmate's / Moccasin's class):
     an upper-bound search only, its bound is not reported."""
     from memsched.formulations.remat_cpsat import build_remat_cp
-    from memsched.solvers.remat.dispatch import _lb_compute, _run_cpsat
+    from memsched.solvers.remat.cp import lb_compute as _lb_compute, run_cpsat as _run_cpsat
 
     t = time.perf_counter()
     cp = build_remat_cp(g, B, [CP_CAP] * g.n_ops, objective="compute", fix_order=fix_order)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import random
 import subprocess
 import sys
 import time
@@ -24,7 +23,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from memsched.formulations import Schedule, evaluate  # noqa: E402
 from memsched.instances.gadgets import knapsack_gadget, random_knapsack, random_three_partition, three_partition_gadget  # noqa: E402
 from memsched.solvers.special import sp_knapsack, width_dp  # noqa: E402
 from memsched.solvers.remat.dispatch import solve_remat  # noqa: E402

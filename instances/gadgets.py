@@ -32,7 +32,6 @@
 from __future__ import annotations
 
 import json
-import math
 import random
 from pathlib import Path
 

@@ -30,12 +30,10 @@ torch is imported lazily; everything here needs ``pip install 'memsched[torch]'`
 """
 from __future__ import annotations
 
-import math
 import operator
 from dataclasses import dataclass, field
 
-from memsched.formulations import Graph, MemschedError, Operator, Schedule, Tensor, evaluate
-from memsched.formulations.schedule import COMPUTE
+from memsched.formulations import Graph, MemschedError, Operator, Tensor
 
 __all__ = ["TorchImportError", "ImportedModel", "import_model"]
 
@@ -197,7 +195,7 @@ def _functionalize_inplace(gm) -> None:
 
 
 def _node_flops(target, args, kwargs) -> int:
-    torch = _torch()
+    _torch()  # the clear error when torch is absent
     from torch.utils.flop_counter import FlopCounterMode
 
     try:
@@ -399,7 +397,7 @@ _PROBE: dict = {}
 
 
 def _alloc_probe_start():
-    torch = _torch()
+    _torch()  # the clear error when torch is absent
     from torch._C._profiler import ProfilerActivity, _ExperimentalConfig
     from torch.autograd import ProfilerConfig, ProfilerState, _enable_profiler, _prepare_profiler
 

@@ -1,7 +1,6 @@
 """Every plot is rendered and checked (issue 19): it is written, titled, its axes carry
 units, legends sit outside the data, colours are distinct, and a Pareto front holds only
 non-dominated points (checked on the data handed to matplotlib)."""
-import json
 from pathlib import Path
 
 import matplotlib

@@ -13,7 +13,6 @@ import pytest
 import memsched.cli.main
 from memsched.cli.paths import Budget, PathError, check_output, check_output_dir, check_plot, parse_budget
 from memsched.formulations import MemschedError, ratio_budget
-from memsched.instances import save_graph
 from test_dtr_sweep_harness import synth_file
 
 ROOT = Path(__file__).resolve().parents[1]

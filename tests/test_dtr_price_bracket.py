@@ -7,7 +7,6 @@ import json
 import math
 import random
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +15,7 @@ from memsched.formulations import evaluate, order_peak
 from memsched.instances.dtr_trace import parse_trace_lines
 from memsched.solvers.dtr import trace_to_graph
 from test_special_brute import brute_remat
-from dtr_lines import J, call, const, release
+from dtr_lines import call, const, release
 
 _spec = importlib.util.spec_from_file_location("bench_dtr_price", ROOT / "benchmarks" / "bench_dtr_price.py")
 bench = importlib.util.module_from_spec(_spec)

@@ -11,7 +11,7 @@ import memsched.solvers.executors.runner as runner
 from memsched.formulations import Graph, Operator, Schedule, Tensor, evaluate
 from memsched.instances import generators as gen
 from memsched.instances.formats import save_graph
-from memsched.solvers.executors import emit_program, run_program, run_schedule
+from memsched.solvers.executors import emit_program, run_program
 from memsched.solvers.executors.emit import _salt
 from memsched.solvers.executors.runner import mismatch
 

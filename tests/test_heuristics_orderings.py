@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from memsched.formulations import MemschedError, Schedule, evaluate
-from memsched.instances.generators import chain, random_dag, random_layered, random_multi_output, tree, unet
+from memsched.instances.generators import chain, random_dag, random_layered, random_multi_output, tree
 from memsched.solvers.ordering.liu import NotATreeError, liu_is_exact, liu_order, liu_peak_claim
 from memsched.cli.order import format_result
 from memsched.solvers.ordering.dispatch import solve_order

@@ -12,12 +12,11 @@ search with unbounded recomputation, against the brute-force referee (tests/refe
   and 25050 is the least feasible budget."""
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import referee
 from memsched.formulations import Graph, evaluate
-from memsched.formulations.schedule import COMPUTE, FREE
+from memsched.formulations.schedule import COMPUTE
 from memsched.solvers.remat.lowbudget import ReachSearch, decide_unbounded, refute_capped, refute_low_budget
 from strategies import random_graphs, single_output_graphs, valid_schedules
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from memsched.formulations import Schedule, evaluate
 from memsched.instances.generators import random_dag, random_multi_output
-from memsched.solvers.remat.dispatch import (check_caps, local_infeasibility, pebbling_infeasibility, resolve_budget,
+from memsched.solvers.remat.dispatch import (check_caps, local_infeasibility, resolve_budget,
                                              solve_remat)
 
 from referee import Truth, check_remat_claims, order_peak
@@ -73,7 +73,6 @@ def budget_between(g, frac):
         lo = lo * 2 + 1 if lo < given_pk else given_pk
         if lo >= given_pk:
             break
-    hi_bad, lo_ok = 0, lo
     # bisection for the least budget without a local reason
     a, b = 0, lo
     while a < b:

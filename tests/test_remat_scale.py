@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import referee
-from memsched.formulations import Graph, Operator, Schedule, Tensor, evaluate
+from memsched.formulations import Graph, Operator, Tensor, evaluate
 from memsched.solvers.remat.scale import (crossing_boundary, final_state_floor, relaxed_graph, solve_scale,
                                           threshold_order_bound, two_phase_sequence)
 from memsched.solvers.remat.local_search import schedule_from_sequence

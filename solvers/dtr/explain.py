@@ -27,7 +27,7 @@ import time
 
 from memsched.formulations import MemschedError
 
-from .replay import budget_for, load_trace, replay
+from .replay import load_trace, replay
 
 __all__ = ["explain", "explain_alloc", "format_alloc_explanation", "least_resident_window"]
 

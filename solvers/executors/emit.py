@@ -53,7 +53,7 @@ from __future__ import annotations
 import zlib
 
 from memsched.formulations import Graph, Schedule
-from memsched.formulations.schedule import COMPUTE, FREE
+from memsched.formulations.schedule import COMPUTE
 
 from .arena import ArenaPlan
 

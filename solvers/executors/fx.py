@@ -264,7 +264,6 @@ def emit_fx_program(imp: ImportedModel, schedule: Schedule, *, threads: int = 1)
     evaluate(g, schedule)
     nodes = {n.name: n for n in imp.gm.graph.nodes}
     tvar = {t.name: f"T{j}" for j, t in enumerate(g.tensors)}
-    from torch.fx.node import map_arg
 
     def expr(a) -> str:
         """Expression for an FX argument in terms of resident tensors (views inlined)."""

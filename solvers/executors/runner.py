@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from memsched.formulations import Graph, MemschedError, Operator, Schedule, Tensor, evaluate

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import struct
 import sys
 import time
 import traceback

@@ -50,8 +50,6 @@ from memsched.formulations.problems import RematProblem, check_order_scope, firs
     unique_topological_order
 from memsched.solvers.remat.budgets import check_caps, effective_caps, given_peak, resolve_budget, resolve_caps
 from memsched.solvers.remat.cp import DEFAULT_CP_CAP, INTERRUPTED, MAX_CP_CAP, solve_cp
-from memsched.solvers.remat.cp import lb_compute as _lb_compute  # noqa: F401  (earlier name, benchmarks use it)
-from memsched.solvers.remat.cp import run_cpsat as _run_cpsat  # noqa: F401  (earlier name, benchmarks use it)
 from memsched.solvers.remat.infeasibility import (local_infeasibility, local_peak_bound, order_lower_bound,
                                                   pebbling_infeasibility, useful)
 from memsched.solvers.remat.warm_start import candidate_orders

@@ -44,7 +44,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from memsched.formulations import Graph, Operator, Schedule, Tensor, evaluate
+from memsched.formulations import Graph, Operator, Tensor, evaluate
 from memsched.formulations.schedule import COMPUTE
 from memsched.solvers.remat.infeasibility import final_state_floor
 from memsched.solvers.remat.local_search import schedule_from_sequence
@@ -250,7 +250,6 @@ def checkpoint_search(g: Graph, B: int, order: list[int], k: int | None = None, 
         raise ValueError(f"mode must be 'peak' or 'ratio', got {mode!r}")
     t0 = time.perf_counter()
     end = min(deadline or float("inf"), t0 + time_limit)
-    n = len(order)
     k = crossing_boundary(g, order) if k is None else k
     first = set(order[:k])
     pos = {v: i for i, v in enumerate(order)}
