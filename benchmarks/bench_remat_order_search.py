@@ -16,6 +16,11 @@ proves nothing, and a failure to reach the budget refutes nothing):
    operators within a few positions of the incumbent's peak operator and keeps the new
    order when the model's least peak is not higher.
 
+   With ``--model given`` stage 2 solves the whole given-order class of each order
+   (``stage_class=False``: recomputations anywhere, a larger model) instead of its stage class;
+   ``--start kept`` starts from the first-computation order of the kept least-peak schedule (and
+   hints it) instead of the BFS order.
+
 Every schedule reported is re-checked by the evaluator (peak, computations per operator
 within the cap). Appends a row (with the best schedule) to
 benchmarks/results/remat_order_search.jsonl, keeps the least-peak schedule of all runs alone in
@@ -48,8 +53,9 @@ GREEDY_WEIGHTS = (0.0, 0.5, 1.0)
 class OrderSearch:
     """The two searches on one graph, budget and cap (see the module docstring)."""
 
-    def __init__(self, g, B: int, cap: int, seed: int, say=print):
+    def __init__(self, g, B: int, cap: int, seed: int, say=print, model: str = "stage"):
         self.g, self.B, self.say = g, int(B), say
+        self.model = model  # "stage": Checkmate's stage class of each order; "given": the given-order class
         self.caps = [int(cap)] * g.n_ops
         self.rng = random.Random(seed)
         self.preds = [set() for _ in range(g.n_ops)]
@@ -149,13 +155,13 @@ class OrderSearch:
             if h2 is not None:
                 cands.append(h2)
         h = min(cands, key=lambda s: evaluate(g, s).peak)
-        cp = build_remat_cp(g, None, self.caps, objective="peak", fix_order=order, stage_class=True)
+        cp = build_remat_cp(g, None, self.caps, objective="peak", fix_order=order, stage_class=self.model == "stage")
         cp.model.Add(cp.capacity >= max(0, (self.B - cp.const_bytes) // cp.mem_unit))
         cp.hint(h)
-        _st, sol, _b, _w, _log = run_cpsat(cp, seconds, self.rng.randrange(10_000), 1, False, "stage model")
+        _st, sol, _b, _w, _log = run_cpsat(cp, seconds, self.rng.randrange(10_000), 1, False, f"{self.model} model")
         if INTERRUPTED.is_set():  # Ctrl-C inside CP-SAT: the runner stopped the search and kept its incumbent
             if sol is not None:
-                self._take(evaluate(g, sol[0]).peak, order, sol[0], "stage model, interrupted")
+                self._take(evaluate(g, sol[0]).peak, order, sol[0], f"{self.model} model, interrupted")
             raise KeyboardInterrupt
         best = (evaluate(g, h).peak, h)
         if sol is not None:
@@ -164,13 +170,13 @@ class OrderSearch:
                 best = (pk, sol[0])
         return best
 
-    def local(self, order, seconds: float, step: float):
-        """Stage 2 from ``order``."""
+    def local(self, order, seconds: float, step: float, hint=None):
+        """Stage 2 from ``order`` (``hint``: a schedule to start the first model from)."""
         from memsched.formulations import evaluate
 
         end = time.perf_counter() + seconds
-        pk, s = self.stage_model(order, None, 2 * step)
-        self._take(pk, order, s, "stage model, annealed order")
+        pk, s = self.stage_model(order, hint, 2 * step)
+        self._take(pk, order, s, f"{self.model} model, start order")
         it = 0
         while time.perf_counter() < end and pk > self.B:
             it += 1
@@ -181,7 +187,7 @@ class OrderSearch:
             p2, s2 = self.stage_model(cand, s, min(step, max(0.5, end - time.perf_counter())))
             if p2 <= pk:
                 if p2 < pk:
-                    self._take(p2, cand, s2, f"stage model, local step {it}")
+                    self._take(p2, cand, s2, f"{self.model} model, local step {it}")
                 order, pk, s = cand, p2, s2
         self.local_steps = it
 
@@ -195,6 +201,12 @@ def main(argv=None) -> int:
     ap.add_argument("--search-s", type=float, default=1500.0, help="seconds of stage 2 (local search)")
     ap.add_argument("--step-s", type=float, default=10.0, help="CP-SAT seconds per order in stage 2")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--model", choices=("stage", "given"), default="stage",
+                    help="class searched per order in stage 2: 'stage' (Checkmate's stage class, the default) or "
+                         "'given' (the whole given-order class of that order: recomputations anywhere; larger model)")
+    ap.add_argument("--start", choices=("bfs", "kept"), default="bfs",
+                    help="stage 1 starts from the BFS order (default) or from the first-computation order of the "
+                         "kept least-peak schedule (benchmarks/results/remat_order_search_GRAPH_R_capC.json)")
     ap.add_argument("--report-only", action="store_true", help="re-render the section from the results file")
     a = ap.parse_args(argv)
     if a.report_only:
@@ -212,7 +224,7 @@ def main(argv=None) -> int:
         print(f"{path} is absent (../shared/data): nothing to run", file=sys.stderr)
         return 1
     from memsched.formulations import evaluate
-    from memsched.formulations.schedule import COMPUTE
+    from memsched.formulations.schedule import Schedule
     from memsched.instances.formats import load_graph
     from memsched.solvers.ordering.heuristics import bfs_order
     from memsched.solvers.remat.dispatch import resolve_budget
@@ -221,26 +233,29 @@ def main(argv=None) -> int:
     B = resolve_budget(g, a.ratio)
     load0 = os.getloadavg()[0]
     print(f"{a.graph}: budget {B} B (r = {a.ratio}), cap {a.cap}, load {load0:.1f}", file=sys.stderr)
-    srch = OrderSearch(g, B, a.cap, a.seed, say=lambda m: print(m, file=sys.stderr, flush=True))
+    srch = OrderSearch(g, B, a.cap, a.seed, say=lambda m: print(m, file=sys.stderr, flush=True), model=a.model)
     srch.anneal_steps = srch.local_steps = 0
     stopped = "finished"
+    start, kept = bfs_order(g), None
+    if a.start == "kept":
+        sf = schedule_file(a.graph, a.ratio, a.cap)
+        if not sf.exists():
+            ap.error(f"--start kept: {sf} does not exist (run once with --start bfs)")
+        kept = Schedule.from_names(g, json.loads(sf.read_text())["events"])
+        start = first_computations(kept)
     try:
-        pi = srch.anneal(bfs_order(g), a.anneal_s)
+        pi = srch.anneal(start, a.anneal_s)
         if srch.best[0] > B:
-            srch.local(pi, a.search_s, a.step_s)
+            srch.local(pi, a.search_s, a.step_s, hint=kept if pi == start else None)
     except KeyboardInterrupt:
         stopped = "interrupted (Ctrl-C): the best so far"
     peak, compute, order, sched, how = srch.best
     ev = evaluate(g, sched)
     counts = ev.compute_counts
     ok_caps = all(c <= 1 + a.cap for c in counts)
-    firsts = []
-    seen = set()
-    for kind, x in sched.events:
-        if kind == COMPUTE and x not in seen:
-            seen.add(x)
-            firsts.append(x)
+    firsts = first_computations(sched)
     row = {"graph": a.graph, "file": path.name, "ratio": a.ratio, "budget": B, "cap": a.cap, "seed": a.seed,
+           "model": a.model, "start": a.start,
            "anneal_s": a.anneal_s, "search_s": a.search_s, "step_s": a.step_s, "load_at_start": round(load0, 1),
            "wall_s": round(time.perf_counter() - srch.t0, 1), "stopped": stopped,
            "anneal_steps": srch.anneal_steps, "local_steps": srch.local_steps,
@@ -264,10 +279,23 @@ def main(argv=None) -> int:
     return 0 if ok_caps else 2
 
 
+def first_computations(sched) -> list:
+    """The operators of ``sched`` in the order of their first computations."""
+    from memsched.formulations.schedule import COMPUTE
+
+    firsts, seen = [], set()
+    for kind, x in sched.events:
+        if kind == COMPUTE and x not in seen:
+            seen.add(x)
+            firsts.append(x)
+    return firsts
+
+
 def command(r: dict) -> str:
     return (f"nice .venv/bin/python benchmarks/bench_remat_order_search.py --graph {r['graph']} --ratio {r['ratio']} "
             f"--cap {r['cap']} --anneal-s {r['anneal_s']:g} --search-s {r['search_s']:g} --step-s {r['step_s']:g} "
-            f"--seed {r['seed']}")
+            f"--seed {r['seed']}" + "".join(f" --{k} {r[k]}" for k in ("model", "start")
+                                            if r.get(k) not in (None, "stage", "bfs")))
 
 
 def schedule_file(graph: str, ratio: float, cap: int) -> Path:
