@@ -320,6 +320,8 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
     nogoods = [set(w) for w in nogoods]
     if not len(active) and not nogoods:
         out.complete = True
+        if downset:
+            _lagrange_stage(g, int(B), caps, out, t0, deadline, upto)
         if downset and order == "free":
             _downset_stage(g, int(B), caps, out, t0, deadline, upto, workers, seed)
         return out
@@ -446,6 +448,10 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
             break
     out.stats.update({"rounds": rounds, "rows": len(seen_rows), "nonzeros": nnz, "variables": len(prods),
                       "s": round(time.perf_counter() - t0, 3)})
+    if downset:
+        _lagrange_stage(g, int(B), caps, out, t0, deadline, upto)
+        if out.infeasible:
+            return out
     if downset and order == "free":
         _downset_stage(g, int(B), caps, out, t0, deadline, upto, workers, seed)
         if out.infeasible:
@@ -459,6 +465,27 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
                               workers, seed, upto, out)
         out.stats["closure"] = ext
     return out
+
+
+def _lagrange_stage(g: Graph, B: int, caps, out: CutCoverBound, t0: float, deadline: float, upto) -> None:
+    """One moment's down-set covering program by Lagrangian relaxation and minimum cuts
+    (solvers/remat/lagrange_bound.py), every moment whose trap value exceeds B, with a quarter
+    of the time left; the larger bound is kept, its infeasibility ends the bound (in place).
+    It holds for every schedule, so for both order scopes."""
+    if out.infeasible or (upto is not None and out.extra >= upto - 1e-9) or deadline - time.perf_counter() <= 0.2:
+        return
+    from memsched.solvers.remat.lagrange_bound import lagrange_bound
+
+    lb = lagrange_bound(g, B, caps, time_limit=(deadline - time.perf_counter()) / 4)
+    out.stats["lagrange"] = {"extra": lb.extra, "moment": None if lb.moment is None else g.ops[lb.moment].name,
+                             **lb.stats}
+    if lb.infeasible:
+        out.infeasible = out.complete = True
+        out.reason = lb.reason
+    elif lb.extra > out.extra:
+        out.extra = lb.extra
+        out.checks.append((lb.extra, f"one moment by minimum cuts ({g.ops[lb.moment].name}): "
+                           f"{lb.stats['moments']} of {lb.stats['of']} moments", round(time.perf_counter() - t0, 3)))
 
 
 def _downset_stage(g: Graph, B: int, caps, out: CutCoverBound, t0: float, deadline: float, upto, workers: int,
