@@ -228,7 +228,7 @@ def moment_lagrange_bound(graph: Graph, B: int, x: int, caps=None, *, iters: int
 
     best, c0, m0 = value(0.0)
     if m0 <= room:  # the cheapest choice fits: its cost (0 but for forced reruns) is the bound
-        out.extra = max(0.0, best)
+        out.extra = _whole(g, best)
         return out
     # a multiplier where the minimizer fits: grow from a byte worth all the compute
     lam_hi = (sum(abs(c) for _a, c in cl.cost_terms) + cl.const_cost + 1.0) / max(1.0, m0 - room)
@@ -240,7 +240,7 @@ def moment_lagrange_bound(graph: Graph, B: int, x: int, caps=None, *, iters: int
             break
         lam_hi *= 4.0
     else:
-        out.extra = max(0.0, best)
+        out.extra = _whole(g, best)
         return out
     lam_lo, line_lo, line_hi = 0.0, (c0, m0), (c_hi, m_hi)
     for _ in range(iters):
@@ -258,8 +258,17 @@ def moment_lagrange_bound(graph: Graph, B: int, x: int, caps=None, *, iters: int
             lam_lo, line_lo = lam, (c, m)
         else:
             lam_hi, line_hi = lam, (c, m)
-    out.extra = max(0.0, best)
+    out.extra = _whole(g, best)
     return out
+
+
+def _whole(g: Graph, extra: float) -> float:
+    """``extra`` (a proven lower bound, >= 0), rounded up to a whole number when every cost is
+    one: then so is every schedule's extra compute."""
+    extra = max(0.0, extra)
+    if all(float(c).is_integer() for c in g.cost):
+        return float(math.ceil(extra - 1e-6))
+    return extra
 
 
 def cl_min_memory(cl: _Closure):
