@@ -52,3 +52,24 @@ def test_seeded_instances_all_caps():
     assert tried >= 100, tried
     assert positive > 0, (positive, tried)
     assert infeasible > 0
+
+
+def test_the_witness_is_a_down_set_around_its_moment():
+    """``before`` (the operators the best moment's fitting minimizer runs first, a guess for the
+    schedule searches) holds every ancestor of the moment, neither it nor a descendant, and with
+    an operator every producer of its inputs; so it starts a topological order."""
+    seen = 0
+    for seed in range(1500):
+        g, B = random_tiny_graph(seed, max_ops=7)
+        b = lagrange_bound(g, B, None, time_limit=30, moments=range(g.n_ops))
+        if b.infeasible or b.extra <= 0:
+            continue
+        assert b.before is not None, seed
+        anc, desc = g.reach_masks()
+        x, inside = b.moment, set(b.before)
+        assert all(v in inside for v in range(g.n_ops) if (anc[x] >> v) & 1), seed
+        assert x not in inside and not any((desc[x] >> v) & 1 for v in inside), seed
+        for v in inside:
+            assert all(g.producer[j] < 0 or g.producer[j] in inside for j in g.op_in[v]), seed
+        seen += 1
+    assert seen >= 20, seen

@@ -73,6 +73,9 @@ class CutCoverBound:
     stats: dict = field(default_factory=dict)
     checks: list = field(default_factory=list)
     witness: list | None = None
+    # the operators that the one-moment Lagrangian bound's minimizer (at its best moment) runs
+    # before that moment: a down-set, a guess of an order's first part for the schedule searches
+    before: list | None = None
 
     @property
     def lower_bound(self) -> float:
@@ -482,7 +485,11 @@ def _lagrange_stage(g: Graph, B: int, caps, out: CutCoverBound, t0: float, deadl
     if lb.infeasible:
         out.infeasible = out.complete = True
         out.reason = lb.reason
-    elif lb.extra > out.extra:
+    else:
+        if lb.before is not None and lb.extra > 0:
+            out.before = lb.before
+        if lb.extra <= out.extra:
+            return
         out.extra = lb.extra
         out.checks.append((lb.extra, f"one moment by minimum cuts ({g.ops[lb.moment].name}): "
                            f"{lb.stats['moments']} of {lb.stats['of']} moments", round(time.perf_counter() - t0, 3)))

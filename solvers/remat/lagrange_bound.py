@@ -52,6 +52,7 @@ class MomentLagrange:
     infeasible: bool = False
     lam: float = 0.0
     cuts: int = 0
+    before: list | None = None  # the down-set D of a minimizer that fits (a guess; proves nothing)
 
 
 class _Closure:
@@ -60,6 +61,8 @@ class _Closure:
     def __init__(self, g: Graph, x: int, caps, anc: int, desc: int):
         n = g.n_ops
         self.g, self.x = g, x
+        self.anc = anc
+        self.last_sel: set = set()  # the source side of the last cut solved
         always = g.always_resident_idx()
         xin, xout = set(g.op_in[x]), set(g.op_out[x])
         self.need = sum(g.size[j] for j in always) + sum(g.size[j] for j in xin if j not in always) \
@@ -153,6 +156,12 @@ class _Closure:
                 if r[0] == "node":
                     self.edges.append((f, r[1]))
 
+    def before(self, sel) -> list[int]:
+        """The operators in D for the selection ``sel``: the ancestors of x and the selected
+        free operators."""
+        return sorted([v for v in range(self.g.n_ops) if (self.anc >> v) & 1]
+                      + [v for v, nd in self.D.items() if nd in sel])
+
     def solve(self, lam: float):
         """min over closures of cost + lam * mem: (lower bound on the minimum, the
         minimizer's cost and mem, the magnitude of the terms summed). The bound is a flow
@@ -197,6 +206,7 @@ class _Closure:
             raise RuntimeError("max flow: the all-zero closure was cut off")
         lower = const + neg + flow / kappa
         sel = set(mf.get_source_side_min_cut())
+        self.last_sel = sel
         cost = self.const_cost + sum(c for a, c in self.cost_terms if a in sel)
         mem = self.const_mem + sum(s for a, s in self.mem_terms if a in sel)
         return lower, cost, mem, abs(const) + abs(neg) + flow / kappa
@@ -237,6 +247,7 @@ def moment_lagrange_bound(graph: Graph, B: int, x: int, caps=None, *, iters: int
         if v > best:
             best, out.lam = v, lam_hi
         if m_hi <= room:
+            out.before = cl.before(cl.last_sel)
             break
         lam_hi *= 4.0
     else:
@@ -258,6 +269,7 @@ def moment_lagrange_bound(graph: Graph, B: int, x: int, caps=None, *, iters: int
             lam_lo, line_lo = lam, (c, m)
         else:
             lam_hi, line_hi = lam, (c, m)
+            out.before = cl.before(cl.last_sel)
     out.extra = _whole(g, best)
     return out
 
@@ -288,6 +300,7 @@ class LagrangeBound:
     infeasible: bool = False
     reason: str | None = None
     moment: int | None = None
+    before: list | None = None  # the best moment's minimizer that fits: the operators it runs first
     stats: dict = field(default_factory=dict)
 
 
@@ -323,6 +336,6 @@ def lagrange_bound(graph: Graph, B: int, caps=None, *, time_limit: float = 10.0,
                          "choice of what ran before, what runs again and what stays resident exceeds it"
             break
         if r.extra > out.extra:
-            out.extra, out.moment = r.extra, x
+            out.extra, out.moment, out.before = r.extra, x, r.before
     out.stats = {"moments": done, "of": len(moments), "s": round(time.perf_counter() - t0, 3)}
     return out

@@ -335,7 +335,9 @@ def checkpoint_search(g: Graph, B: int, order: list[int], k: int | None = None, 
 
 
 # ------------------------------------------------------------------ driver
-GREEDY_ORDERS = 3  # the on-demand eviction greedy runs on the first orders (the given one first)
+# the on-demand eviction greedy runs on the first orders (the given one first), and on the bound's
+# witness order when there is one
+GREEDY_ORDERS = 3
 GREEDY_SCORES = ("dtr", "chain", "belady", "chain-stale")  # executor.py; best first on section 27's rows
 GREEDY_SHARE = 1 / 6  # of the search time
 DROP_CANDIDATES = 3  # the dropping passes run on the cheapest schedules found, each a share of their time
@@ -412,7 +414,16 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
     from memsched.solvers.remat.dtr_greedy import greedy_schedule
     from memsched.solvers.remat.local_search import drop_recomputations
 
-    greedy_runs = [(name, o, score) for name, o in orders[:GREEDY_ORDERS] for score in GREEDY_SCORES]
+    greedy_orders = list(orders[:GREEDY_ORDERS])
+    if cut.before is not None:
+        # the bound's minimizer at its binding moment (docs/remat.md, "One moment by minimum cuts"):
+        # the operators it runs before that moment first (a down-set), then the rest, each part in
+        # the given order; a guess, for the greedy only, right after the first order
+        inside = set(cut.before)
+        wo = [v for v in g.given_order() if v in inside] + [v for v in g.given_order() if v not in inside]
+        if all(tuple(wo) != tuple(o) for _n, o in greedy_orders):
+            greedy_orders.insert(min(1, len(greedy_orders)), ("bound-witness", wo))
+    greedy_runs = [(name, o, score) for name, o in greedy_orders for score in GREEDY_SCORES]
     g_end = time.perf_counter() + (end - time.perf_counter()) * GREEDY_SHARE
     candidates = []  # (compute, schedule, how): every schedule within B, for the dropping pass
     for i, (name, o, score) in enumerate(greedy_runs):
