@@ -72,7 +72,8 @@ from dataclasses import dataclass
 
 from memsched.formulations import COMPUTE, FREE, Graph, Schedule, evaluate
 
-__all__ = ["RefRemat", "order_peak", "least_peak", "remat", "remat_all", "naive_remat", "in_class", "ORDERS", "CAPS"]
+__all__ = ["RefRemat", "order_peak", "least_peak", "remat", "remat_all", "naive_remat", "in_class", "ORDERS", "CAPS",
+           "check_free_compute_bound"]
 
 ORDERS = ("free", "given", "stage")
 CAPS = (0, 1, 2, None)
@@ -335,6 +336,20 @@ def _finish(g, B, st, parent, head, d, settled) -> RefRemat:
     if ev.peak > B or abs(ev.compute - d) > 1e-9 * max(1.0, abs(d)):
         raise AssertionError(f"referee: witness has peak {ev.peak} (budget {B}), compute {ev.compute} (search {d})")
     return RefRemat(ev.compute, sched, ev.peak, settled)
+
+
+def check_free_compute_bound(g: Graph, B: int, cap, bound):
+    """Run ``bound(g, B, caps)`` (a free-order lower bound on extra compute: an object with
+    ``extra`` and ``infeasible``) for the uniform ``cap`` and hold it against the referee: never
+    "infeasible" where a schedule exists, never above the least compute. Returns (bound's
+    result, referee's result)."""
+    ref = remat(g, B, cap=cap, order="free")
+    caps = None if cap is None else [cap] * g.n_ops
+    b = bound(g, B, caps)
+    if ref.compute is not None:
+        assert not b.infeasible, (g.name, B, cap, getattr(b, "reason", None), ref.compute)
+        assert g.total_cost() + b.extra <= ref.compute + 1e-6, (g.name, B, cap, b.extra, ref.compute)
+    return b, ref
 
 
 def remat_all(g: Graph, B: int, caps=CAPS, orders=ORDERS) -> dict:
