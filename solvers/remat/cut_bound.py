@@ -473,13 +473,13 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
 def _lagrange_stage(g: Graph, B: int, caps, out: CutCoverBound, t0: float, deadline: float, upto) -> None:
     """One moment's down-set covering program by Lagrangian relaxation and minimum cuts
     (solvers/remat/lagrange_bound.py), every moment whose trap value exceeds B, with a quarter
-    of the time left; the larger bound is kept, its infeasibility ends the bound (in place).
-    It holds for every schedule, so for both order scopes."""
+    of the time left (given order: D is the given prefix, the moments those over B in the given
+    order); the larger bound is kept, its infeasibility ends the bound (in place)."""
     if out.infeasible or (upto is not None and out.extra >= upto - 1e-9) or deadline - time.perf_counter() <= 0.2:
         return
     from memsched.solvers.remat.lagrange_bound import lagrange_bound
 
-    lb = lagrange_bound(g, B, caps, time_limit=(deadline - time.perf_counter()) / 4)
+    lb = lagrange_bound(g, B, caps, time_limit=(deadline - time.perf_counter()) / 4, order=out.order)
     out.stats["lagrange"] = {"extra": lb.extra, "moment": None if lb.moment is None else g.ops[lb.moment].name,
                              **lb.stats}
     if lb.infeasible:

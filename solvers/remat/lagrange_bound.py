@@ -304,15 +304,27 @@ class LagrangeBound:
     stats: dict = field(default_factory=dict)
 
 
-def lagrange_bound(graph: Graph, B: int, caps=None, *, time_limit: float = 10.0, moments=None) -> LagrangeBound:
+def lagrange_bound(graph: Graph, B: int, caps=None, *, time_limit: float = 10.0, moments=None,
+                   order: str = "free") -> LagrangeBound:
     """The largest one-moment bound over ``moments`` (default: every operator whose trap value
-    exceeds B, highest first), within ``time_limit`` seconds."""
+    exceeds B, highest first), within ``time_limit`` seconds.
+
+    ``order="given"``: for the schedules whose first computations follow the given order, where
+    the operators run before x are exactly those before x in that order (D fixed; docs/remat.md,
+    "One moment by minimum cuts"); default moments: those whose memory in the given order without
+    recomputation exceeds B, highest first."""
     from memsched.solvers.ordering.bounds import trap_solver
 
+    if order not in ("free", "given"):
+        raise ValueError(f"lagrange_bound: order must be 'free' or 'given', got {order!r}")
     t0 = time.perf_counter()
     g = graph
     out = LagrangeBound()
-    if moments is None:
+    if order == "given":
+        masks = _given_masks(g)
+        if moments is None:
+            moments = _given_tight(g, B)
+    elif moments is None:
         ts = trap_solver(g)
         tight = []
         for v in range(g.n_ops):
@@ -323,7 +335,8 @@ def lagrange_bound(graph: Graph, B: int, caps=None, *, time_limit: float = 10.0,
                 tight.append((tv, v))
         tight.sort(key=lambda t: (-t[0], t[1]))
         moments = [v for _tv, v in tight]
-    masks = g.reach_masks()
+    if order == "free":
+        masks = g.reach_masks()
     done = 0
     for x in moments:
         if time.perf_counter() - t0 > time_limit:
@@ -333,9 +346,37 @@ def lagrange_bound(graph: Graph, B: int, caps=None, *, time_limit: float = 10.0,
         if r.infeasible:
             out.infeasible, out.moment = True, x
             out.reason = f"no schedule fits budget {B}: at the first computation of {g.ops[x].name!r} every " \
-                         "choice of what ran before, what runs again and what stays resident exceeds it"
+                         "choice of what ran before, what runs again and what stays resident exceeds it" + \
+                         (" (first computations in the given order)" if order == "given" else "")
             break
         if r.extra > out.extra:
             out.extra, out.moment, out.before = r.extra, x, r.before
     out.stats = {"moments": done, "of": len(moments), "s": round(time.perf_counter() - t0, 3)}
     return out
+
+
+def _given_masks(g: Graph) -> tuple[list[int], list[int]]:
+    """Per operator x: the bitmask of the operators before x in the given order (in D) and of
+    those after it (out of D), in place of ancestors and descendants."""
+    pi = g.given_order()
+    before, after = [0] * g.n_ops, [0] * g.n_ops
+    m = 0
+    for v in pi:
+        before[v], m = m, m | (1 << v)
+    m = 0
+    for v in reversed(pi):
+        after[v], m = m, m | (1 << v)
+    return before, after
+
+
+def _given_tight(g: Graph, B: int) -> list[int]:
+    """The operators whose memory while they run, in the given order without recomputation,
+    exceeds B, highest first: elsewhere the program has a solution with no rerun (the order
+    itself), so the bound is 0."""
+    from memsched.formulations import Schedule, evaluate
+    from memsched.formulations.schedule import COMPUTE
+
+    sched = Schedule.from_order(g, g.given_order())
+    ev = evaluate(g, sched)
+    mem = [(ev.timeline[e], x) for e, (kind, x) in enumerate(sched.events) if kind == COMPUTE]
+    return [x for m, x in sorted(mem, key=lambda t: (-t[0], t[1])) if m > B]
