@@ -223,27 +223,29 @@ def moment_lagrange_bound(graph: Graph, B: int, x: int, caps=None, *, iters: int
     if room < 0:
         out.infeasible = True
         return out
-    lo_m, _c, _m, size = cl_min_memory(cl)  # the least memory of any choice, costs ignored
+    lo_m, _c, _m, size = _min_memory(cl)  # the least memory of any choice, costs ignored
     out.cuts += 1
     if lo_m - 1e-9 * size > room + 0.5:  # memory is a whole number of bytes; the half byte absorbs float rounding
         out.infeasible = True
         return out
 
     def value(lam):
-        """(L(lam), the minimizer's cost, its memory); L(lam) = min (cost + lam mem) - lam room."""
+        """(L(lam) less the float margin, the minimizer's cost, its memory, the margin);
+        L(lam) = min (cost + lam mem) - lam room."""
         lo, c, m, size = cl.solve(lam)
         out.cuts += 1
         # float rounding, on the safe side: a relative 1e-9 of every term summed
-        return lo - lam * room - 1e-9 * (size + lam * abs(room) + 1.0), c, m
+        margin = 1e-9 * (size + lam * abs(room) + 1.0)
+        return lo - lam * room - margin, c, m, margin
 
-    best, c0, m0 = value(0.0)
+    best, c0, m0, _ = value(0.0)
     if m0 <= room:  # the cheapest choice fits: its cost (0 but for forced reruns) is the bound
         out.extra = _whole(g, best)
         return out
     # a multiplier where the minimizer fits: grow from a byte worth all the compute
     lam_hi = (sum(abs(c) for _a, c in cl.cost_terms) + cl.const_cost + 1.0) / max(1.0, m0 - room)
     for _ in range(60):
-        v, c_hi, m_hi = value(lam_hi)
+        v, c_hi, m_hi, _ = value(lam_hi)
         if v > best:
             best, out.lam = v, lam_hi
         if m_hi <= room:
@@ -259,12 +261,12 @@ def moment_lagrange_bound(graph: Graph, B: int, x: int, caps=None, *, iters: int
         lam = (c2 - c1) / (m1 - m2)  # where the lines c + lam (m - room) of the two minimizers meet
         if not (lam_lo < lam < lam_hi):
             lam = 0.5 * (lam_lo + lam_hi)
-        v, c, m = value(lam)
+        v, c, m, margin = value(lam)
         if v > best:
             best, out.lam = v, lam
         pred = c1 + lam * (m1 - room)
-        if v >= pred - 1e-9 * max(1.0, abs(pred)):
-            break  # no minimizer below the two lines: lam is the dual's maximum
+        if v + 2 * margin >= pred:
+            break  # no minimizer below the two lines (up to float rounding): lam is the dual's maximum
         if m > room:
             lam_lo, line_lo = lam, (c, m)
         else:
@@ -283,7 +285,7 @@ def _whole(g: Graph, extra: float) -> float:
     return extra
 
 
-def cl_min_memory(cl: _Closure):
+def _min_memory(cl: _Closure):
     """``_Closure.solve`` with the costs left out: (lower bound on the least memory of any
     choice, 0, the minimizer's memory, magnitude)."""
     saved = cl.cost_terms, cl.const_cost
@@ -296,6 +298,10 @@ def cl_min_memory(cl: _Closure):
 
 @dataclass
 class LagrangeBound:
+    """The largest one-moment bound: ``extra`` (proven least extra compute), ``infeasible`` and
+    ``reason`` (a moment where no choice fits), ``moment`` (the operator whose moment gave it),
+    ``before`` (its fitting minimizer's down-set: a guess for the schedule searches), ``stats``
+    (moments done, of how many, seconds)."""
     extra: float = 0.0
     infeasible: bool = False
     reason: str | None = None
