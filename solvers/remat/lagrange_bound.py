@@ -60,7 +60,7 @@ class _Closure:
 
     def __init__(self, g: Graph, x: int, caps, anc: int, desc: int):
         n = g.n_ops
-        self.g, self.x = g, x
+        self.g = g
         self.anc = anc
         self.last_sel: set = set()  # the source side of the last cut solved
         always = g.always_resident_idx()
@@ -129,7 +129,6 @@ class _Closure:
                 return ("const", 1)
             return ("node", self.D[v])  # cap 0: K_v = D_v
 
-        self.F: dict[int, int] = {}
         for j in range(g.n_tensors):
             if j in always or g.size[j] == 0 or j in xin or j in xout:
                 continue
@@ -148,7 +147,6 @@ class _Closure:
             if any(r == ("const", 0) for r in reads):
                 continue  # a reader after x: F_t = 0
             f = node()
-            self.F[j] = f
             self.mem_terms.append((f, -s))
             if kp[0] == "node":
                 self.edges.append((f, kp[1]))
