@@ -3,6 +3,10 @@
 It walks a plain operator order; when an operator needs an input that is no
 longer resident it recomputes the producer first (recursively, from whatever
 is still resident); after each step it frees every tensor with no later use.
+The order may also be a compute sequence with planned recomputations (an operator
+repeated): a planned one runs unless its outputs are still resident, and a copy whose
+producer is planned to run again before the copy's next reader is freed after its last
+reader before that (solvers/remat/sequence_lns.py rebuilds schedules this way).
 What else to drop is a *policy*: a static set of tensors to drop after their
 use (Chen's checkpoints), or eviction under a budget by DTR's score
 h = cost / (bytes x staleness) (Kirisame et al., ICLR 2021). Scores: ``dtr`` (that),
@@ -15,6 +19,7 @@ Runs in O(events x resident tensors) with budget eviction, O(events) otherwise.
 """
 from __future__ import annotations
 
+import bisect
 import sys
 import time
 
@@ -46,12 +51,16 @@ class Executor:
             raise ValueError(f"unknown eviction score {score!r}; valid: {', '.join(SCORES)}")
         self.score = score
         n_t = g.n_tensors
+        # ``order`` may repeat operators (a compute sequence with planned recomputations): the
+        # positions of every occurrence of each reader, and of each operator
         self.pos_uses: list[list[int]] = [[] for _ in range(n_t)]
-        pos = [0] * g.n_ops
+        self.occ: list[list[int]] = [[] for _ in range(g.n_ops)]
         for k, v in enumerate(self.order):
-            pos[v] = k
-        for j in range(n_t):
-            self.pos_uses[j] = sorted(pos[c] for c in g.consumers[j])
+            self.occ[v].append(k)
+            for j in g.op_in[v]:
+                if not self.pos_uses[j] or self.pos_uses[j][-1] != k:
+                    self.pos_uses[j].append(k)
+        self.planned = len(self.order) > len(set(self.order))
         self.last = [u[-1] if u else -1 for u in self.pos_uses]
         if evict or self.drop:
             # a graph input can never be recomputed: keep it while an operator that reads it
@@ -276,11 +285,25 @@ class Executor:
                 nxt = next((p for p in self.pos_uses[j] if p > k), None)
                 if nxt is not None and nxt > k + 1:
                     self._free(j)
-        # recomputed tensors that are dead now
-        if self.evict or self.drop:
+        # recomputed tensors that are dead now; with planned recomputations, also a copy whose
+        # producer runs again (planned) before the copy's next reader: the new copy serves it
+        if self.evict or self.drop or self.planned:
             for j in range(g.n_tensors):
-                if self.resident[j] and j not in self.keep and self.last[j] <= k and g.producer[j] != -1:
+                if not self.resident[j] or j in self.keep or g.producer[j] == -1:
+                    continue
+                if self.last[j] <= k or (self.planned and self._replanned(j, k)):
                     self._free(j)
+
+    def _replanned(self, j: int, k: int) -> bool:
+        """Whether the producer of ``j`` has a planned computation after position ``k`` that
+        comes before the next reader of ``j`` after ``k``."""
+        o = self.occ[self.g.producer[j]]
+        i = bisect.bisect_right(o, k)
+        if i == len(o):
+            return False
+        u = self.pos_uses[j]
+        r = bisect.bisect_right(u, k)
+        return r == len(u) or o[i] < u[r]
 
 
 def best_of_family(graph: Graph, family, *, budget, caps, objective: str, eps: float, solver: str, knob: str,

@@ -25,7 +25,10 @@ graphs within minutes (benchmark section 27), so this module gives
   and BERT-base training graphs a fifth of the way above the final-state floor, benchmark
   section 27). The cheapest three schedules found then drop every recomputation they can do
   without, dearest first, pass after pass until a pass removes nothing
-  (``local_search.drop_recomputations``, the last quarter of the time).
+  (``local_search.drop_recomputations``, a quarter of the time); in the last quarter, ruin and
+  recreate from the cheapest (solvers/remat/sequence_lns.py: the recomputations of one part
+  removed, the eviction executor rebuilding the rest, the dropping pass again; kept when no
+  dearer).
 * **lower bounds valid for the asked problem** (docs/remat-scale.md has the proofs):
   :func:`final_state_floor` (every schedule ends with the pinned inputs and every required
   output resident, so no budget below that is feasible), the moment-cut covering bound
@@ -342,6 +345,7 @@ GREEDY_SCORES = ("dtr", "chain", "belady", "chain-stale")  # executor.py; best f
 GREEDY_SHARE = 1 / 6  # of the search time
 DROP_CANDIDATES = 3  # the dropping passes run on the cheapest schedules found, each a share of their time
 DROP_SHARE = 1 / 4  # of the time left after the bounds: the dropping passes (until a pass removes nothing)
+LNS_SHARE = 1 / 4  # of the time left after the bounds: ruin and recreate from the cheapest schedule
 
 
 def _boundaries(g: Graph, order: list[int], top: int) -> list[int]:
@@ -406,8 +410,11 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
     best = None  # (compute, schedule, how)
     found: list[float] = []  # seconds at which the best schedule so far improved (anytime figures)
     tried = []
-    # the last quarter of the time: the cheapest schedules drop the recomputations they can do without
-    end = t0 + time_limit - (time_limit - (time.perf_counter() - t0)) * DROP_SHARE
+    # after the searches, a quarter of the time: the cheapest schedules drop the recomputations
+    # they can do without; the last quarter: ruin and recreate from the cheapest (LNS_SHARE)
+    left = time_limit - (time.perf_counter() - t0)
+    end = t0 + time_limit - left * (DROP_SHARE + LNS_SHARE)
+    lns_start = t0 + time_limit - left * LNS_SHARE
     # the on-demand eviction greedy (solvers/remat/dtr_greedy.py) on the first orders: far
     # dearer than two-phase checkpointing where that fits, but it recomputes as deep as it
     # must, so it reaches budgets the two-phase plans cannot; GREEDY_SHARE of the search time
@@ -469,7 +476,7 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
             found.append(time.perf_counter() - t0)
     # the dropping pass, on the cheapest few schedules (the cheapest before it is not always the
     # cheapest after it); the searches may overrun their end a little
-    d_end = max(t0 + time_limit, time.perf_counter() + min(2.0, time_limit / 10))
+    d_end = max(lns_start, time.perf_counter() + min(2.0, time_limit / 10))
     todo = sorted((c for c in candidates if len(c[1].computes()) > g.n_ops), key=lambda c: c[0])[:DROP_CANDIDATES]
     for i, (compute, s0, how) in enumerate(todo):
         now = time.perf_counter()
@@ -485,8 +492,24 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
             if ev.compute < best[0]:
                 best = (ev.compute, s, how + "; unneeded recomputations dropped")
                 found.append(time.perf_counter() - t0)
+    lns = None
+    if best is not None and time.perf_counter() < t0 + time_limit and len(best[1].computes()) > g.n_ops:
+        # ruin and recreate (solvers/remat/sequence_lns.py) from the cheapest, until the time limit
+        from memsched.solvers.remat.sequence_lns import ruin_and_recreate
+
+        seq0 = best[1].computes()
+        ev0 = evaluate(g, schedule_from_sequence(g, seq0))
+        if ev0.peak <= B:
+            seq, lns = ruin_and_recreate(g, B, seq0, deadline=t0 + time_limit, progress=progress)
+            s = schedule_from_sequence(g, seq)
+            ev = evaluate(g, s)
+            if ev.peak <= B and ev.compute < best[0]:
+                tried.append({"order": "ruin and recreate", "peak": ev.peak, "compute": ev.compute})
+                best = (ev.compute, s, best[2] + f"; ruin and recreate ({lns['steps']} steps)")
+                found.append((lns["best_at"] or time.perf_counter()) - t0)
+            lns = {k: v for k, v in lns.items() if k != "best_at"}
     lb = max(bound.lower_bound, cut.lower_bound)
-    extra = {"final_state_floor": floor, "bound_checks": bound.checks, "bound_complete": bound.complete,
+    extra = {"final_state_floor": floor, "ruin_and_recreate": lns, "bound_checks": bound.checks, "bound_complete": bound.complete,
              "time_to_first_s": found[0] if found else None, "time_to_best_s": found[-1] if found else None,
              "cut_cover_bound": cut_info, "searches": tried}
     if best is None:
