@@ -25,10 +25,10 @@ graphs within minutes (benchmark section 27), so this module gives
   and BERT-base training graphs a fifth of the way above the final-state floor, benchmark
   section 27). The cheapest three schedules found then drop every recomputation they can do
   without, dearest first, pass after pass until a pass removes nothing
-  (``local_search.drop_recomputations``, a quarter of the time); in the last quarter, ruin and
-  recreate from the cheapest (solvers/remat/sequence_lns.py: the recomputations of one part
-  removed, the eviction executor rebuilding the rest, the dropping pass again; kept when no
-  dearer).
+  (``local_search.drop_recomputations``, the last quarter of the time); the time left after
+  that, ruin and recreate from the cheapest (solvers/remat/sequence_lns.py: the
+  recomputations of one part removed, the eviction executor rebuilding the rest, the dropping
+  pass again; kept when no dearer).
 * **lower bounds valid for the asked problem** (docs/remat-scale.md has the proofs):
   :func:`final_state_floor` (every schedule ends with the pinned inputs and every required
   output resident, so no budget below that is feasible), the moment-cut covering bound
@@ -345,7 +345,6 @@ GREEDY_SCORES = ("dtr", "chain", "belady", "chain-stale")  # executor.py; best f
 GREEDY_SHARE = 1 / 6  # of the search time
 DROP_CANDIDATES = 3  # the dropping passes run on the cheapest schedules found, each a share of their time
 DROP_SHARE = 1 / 4  # of the time left after the bounds: the dropping passes (until a pass removes nothing)
-LNS_SHARE = 1 / 4  # of the time left after the bounds: ruin and recreate from the cheapest schedule
 
 
 def _boundaries(g: Graph, order: list[int], top: int) -> list[int]:
@@ -410,11 +409,9 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
     best = None  # (compute, schedule, how)
     found: list[float] = []  # seconds at which the best schedule so far improved (anytime figures)
     tried = []
-    # after the searches, a quarter of the time: the cheapest schedules drop the recomputations
-    # they can do without; the last quarter: ruin and recreate from the cheapest (LNS_SHARE)
-    left = time_limit - (time.perf_counter() - t0)
-    end = t0 + time_limit - left * (DROP_SHARE + LNS_SHARE)
-    lns_start = t0 + time_limit - left * LNS_SHARE
+    # the last quarter of the time: the cheapest schedules drop the recomputations they can do
+    # without; whatever time is left after that: ruin and recreate from the cheapest
+    end = t0 + time_limit - (time_limit - (time.perf_counter() - t0)) * DROP_SHARE
     # the on-demand eviction greedy (solvers/remat/dtr_greedy.py) on the first orders: far
     # dearer than two-phase checkpointing where that fits, but it recomputes as deep as it
     # must, so it reaches budgets the two-phase plans cannot; GREEDY_SHARE of the search time
@@ -476,7 +473,7 @@ def solve_scale(g: Graph, budget: int, *, time_limit: float = 60.0, bound_time: 
             found.append(time.perf_counter() - t0)
     # the dropping pass, on the cheapest few schedules (the cheapest before it is not always the
     # cheapest after it); the searches may overrun their end a little
-    d_end = max(lns_start, time.perf_counter() + min(2.0, time_limit / 10))
+    d_end = max(t0 + time_limit, time.perf_counter() + min(2.0, time_limit / 10))
     todo = sorted((c for c in candidates if len(c[1].computes()) > g.n_ops), key=lambda c: c[0])[:DROP_CANDIDATES]
     for i, (compute, s0, how) in enumerate(todo):
         now = time.perf_counter()
