@@ -496,8 +496,8 @@ def _polish(s: _Solve) -> None:
     if not s.fits(s.hint) or len(s.hint.computes()) == s.n or s.left() <= 1.0:
         return
     seq0 = list(s.hint.computes())
-    ev0 = evaluate(g, schedule_from_sequence(g, seq0))
-    if ev0.peak > s.B or check_caps(g, schedule_from_sequence(g, seq0), s.ecaps) is not None:
+    sched0 = schedule_from_sequence(g, seq0)  # each copy freed after its last reader: never above the hint
+    if evaluate(g, sched0).peak > s.B or check_caps(g, sched0, s.ecaps) is not None:
         return
     before = evaluate(g, s.hint).compute
     s.say("polish", f"ruin and recreate from compute {before:g} for at most {POLISH_SHARE * s.left():.1f} s")

@@ -25,6 +25,7 @@ import random
 import time
 
 from memsched.formulations import Graph, evaluate
+from memsched.solvers.remat.budgets import check_caps
 from memsched.solvers.remat.executor import ExecutionFailed, Executor
 from memsched.solvers.remat.local_search import drop_recomputations, schedule_from_sequence
 
@@ -48,12 +49,9 @@ class _NoisyExecutor(Executor):
 
 def _judge(g: Graph, seq: list[int], budget: int, caps):
     """The evaluated schedule of ``seq`` if it fits ``budget`` and ``caps``, else None."""
-    ev = evaluate(g, schedule_from_sequence(g, seq))
-    if ev.peak > budget:
-        return None
-    if caps is not None and any(c is not None and m > 1 + c for c, m in zip(caps, ev.compute_counts)):
-        return None
-    return ev
+    sched = schedule_from_sequence(g, seq)
+    ev = evaluate(g, sched)
+    return ev if ev.peak <= budget and check_caps(g, sched, caps) is None else None
 
 
 def ruin_and_recreate(g: Graph, budget: int, seq: list[int], *, caps=None, deadline: float,
