@@ -125,3 +125,23 @@ def test_ruin_and_recreate_keeps_the_order_of_first_computations():
         assert list(dict.fromkeys(out)) == list(dict.fromkeys(seq)) == g.given_order(), seed
         checked += 1
     assert checked > 200
+
+
+def test_ctrl_c_returns_the_cheapest_sequence_so_far():
+    """Ctrl-C during the search (here raised from the progress callback at the first
+    improvement) ends it with the cheapest sequence so far, marked interrupted."""
+    def stop(_text):
+        raise KeyboardInterrupt
+
+    for seed, g, B, seq in _sequences(400, score="dtr"):
+        start = evaluate(g, schedule_from_sequence(g, seq))
+        if start.peak > B:
+            continue
+        out, stats = ruin_and_recreate(g, B, seq, deadline=time.perf_counter() + 30, seed=seed, max_steps=8,
+                                       progress=stop)
+        if stats["improved"]:
+            assert stats.get("interrupted") and stats["improved"] == 1, seed
+            ev = evaluate(g, schedule_from_sequence(g, out))
+            assert ev.peak <= B and ev.compute == pytest.approx(stats["best"]) and ev.compute < start.compute, seed
+            return
+    pytest.fail("no search improved its start")
