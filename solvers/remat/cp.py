@@ -431,7 +431,7 @@ def _first_schedule(s: _Solve) -> SolveResult | None:
     the best order of first computations fixed (small search), then free. A peak bound
     above B in a model that holds the whole class refutes the budget."""
     if s.fits(s.hint):
-        if s.gmodel and str(s.params.get("warm_start", "")).startswith("stage greedy"):
+        if s.gmodel and str(s.params.get("warm_start", "")).startswith(("stage greedy", "peak-cutting")):
             _stage_phase(s, STAGE_SHARE_FITTING)  # the stage class's compute search improves it
         return None
     g = s.graph

@@ -116,9 +116,14 @@ def _insertions(g, seq, q, p, nxt, caps, counts):
 
 
 def cut_peak(g: Graph, order: list[int], budget: int, caps=None, time_limit: float = 10.0,
-             max_moves: int = 10_000, best_effort: bool = False) -> Schedule | None:
+             max_moves: int = 10_000, best_effort: bool = False, keep_first: bool = False) -> Schedule | None:
     """A schedule with peak <= budget obtained from ``order`` by inserting
-    recomputations, or None. Respects the caps (None = unbounded)."""
+    recomputations, or None. Respects the caps (None = unbounded).
+
+    ``keep_first``: the first computations keep their order in ``order`` (the given-order
+    class when ``order`` is the given order): a delay move never carries an operator's
+    first computation past another operator's first computation. Insertions only add
+    repeats, so they keep it anyway."""
     from memsched.formulations import evaluate
     from memsched.formulations.evaluator import ScheduleError
 
@@ -176,6 +181,9 @@ def cut_peak(g: Graph, order: list[int], budget: int, caps=None, time_limit: flo
                         break
                 if not ok or nxt is None or ("d", k, nxt) in tried:
                     continue
+                if keep_first and seq.index(v) == k and any(seq.index(w) == r for r, w in
+                                                            enumerate(seq[k + 1:nxt], start=k + 1)):
+                    continue  # would carry a first computation past another one
                 tried.add(("d", k, nxt))
                 trial = seq[:k] + seq[k + 1:nxt] + [v] + seq[nxt:]
                 sc, inf = score(trial)

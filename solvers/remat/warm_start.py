@@ -140,6 +140,9 @@ def greedy_warm_start(graph: Graph, B: int, caps, cands, *, time_budget: float =
         left = time_budget - (time.perf_counter() - start)
         if left <= 0:
             break
-        consider(cut_peak(graph, order, B, caps, time_limit=left, best_effort=True),
+        if keep_order is not None and list(order) != list(keep_order):
+            continue  # its schedules would leave the class
+        # with a kept order, the search keeps its first computations in that order
+        consider(cut_peak(graph, order, B, caps, time_limit=left, best_effort=True, keep_first=keep_order is not None),
                  f"peak-cutting local search from the {name} order")
     return rec
