@@ -150,6 +150,11 @@ def cut_peak(g: Graph, order: list[int], budget: int, caps=None, time_limit: flo
     moves = 0
     while cur[0] > budget and moves < max_moves and time.perf_counter() - t0 < time_limit:
         s, ev, comp_mem = info
+        if keep_first:  # firsts[k] = how many first computations seq[:k] holds
+            firsts, seen = [0], set()
+            for v in seq:
+                firsts.append(firsts[-1] + (v not in seen))
+                seen.add(v)
         # positions (in seq) of the peak computations
         peaks = [q for q, m in enumerate(comp_mem) if m == cur[0]]
         best = None
@@ -181,9 +186,8 @@ def cut_peak(g: Graph, order: list[int], budget: int, caps=None, time_limit: flo
                         break
                 if not ok or nxt is None or ("d", k, nxt) in tried:
                     continue
-                if keep_first and seq.index(v) == k and any(seq.index(w) == r for r, w in
-                                                            enumerate(seq[k + 1:nxt], start=k + 1)):
-                    continue  # would carry a first computation past another one
+                if keep_first and firsts[k + 1] > firsts[k] and firsts[nxt] > firsts[k + 1]:
+                    continue  # would carry a first computation (at k) past another one
                 tried.add(("d", k, nxt))
                 trial = seq[:k] + seq[k + 1:nxt] + [v] + seq[nxt:]
                 sc, inf = score(trial)
