@@ -472,6 +472,9 @@ def _window_lns(g: Graph, order: list[int], theta: int, deadline: float, cap: in
 #: segments up to this many operators run the DP-decision stage right after the first DP
 #: decision with 60 % of the time left; larger ones after the window search with 20 %
 BISECT_WIDE_OPS = 200
+#: share of the time left for the learned-precedence stage on wide segments, aimed at the
+#: incumbent (:func:`_stage_shave`)
+SHAVE_SHARE = 0.3
 
 
 class _Segment:
@@ -595,6 +598,44 @@ def _stage_prove(s: _Segment) -> str | None:
         if nlb > s.lb:
             s.say(f"  learned precedences: segment optimum >= {nlb + s.offset} B")
             s.lb = nlb
+    return "bounds" if s.closed() else None
+
+
+def _stage_shave(s: _Segment, *, share: float) -> str | None:
+    """Stage c': learned precedences (:func:`bounds.precedence_refutes`, docs/bounds.md 4)
+    aimed at the incumbent, within ``share`` of the time left. First theta = incumbent - 1:
+    one refutation certifies the incumbent. If the fixpoint refutes nothing there, bisect
+    theta between the bound and the incumbent: a refutation of theta raises the bound to
+    theta + 1, a fixpoint without one lowers the next theta (shaving is monotone in theta:
+    the precedences learned for a theta are learned for every smaller one). Unlike
+    :func:`bounds.precedence_bound`, which gallops up from the bound with a few seconds, this
+    spends its time where a proof closes the gap: on random_layered(250, 2) theta =
+    108,496 is refuted in 3.3 s, while galloping from 104,529 needed 123 s to get there.
+
+    Returns
+    -------
+    str or None
+        "bounds" when the segment is closed, else None."""
+    if share <= 0 or s.closed() or s.left() <= 0.5:
+        return None
+    end = time.perf_counter() + share * s.left()
+    lo, hi = s.lb - 1, s.cur - 1  # lo: refuted (by the bound so far); hi: highest theta still open
+    th = hi
+    while lo < hi and not s.closed():
+        left = end - time.perf_counter()
+        if left <= 0.05:
+            break
+        res = B.precedence_refutes(s.sg, th, time_budget=left)
+        if res is True:
+            lo = th
+            s.lb = max(s.lb, th + 1)
+            s.say(f"  learned precedences: no order of peak {th + s.offset} B")
+        elif res is False:
+            hi = th - 1
+        else:
+            break
+        th = (lo + hi + 1) // 2
+    s.stats["shave"] = {"lower_bound": s.lb + s.offset, "open_above": hi + 1 + s.offset}
     return "bounds" if s.closed() else None
 
 
@@ -732,8 +773,8 @@ def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, wor
     if sg.n_ops <= BISECT_WIDE_OPS:
         by = _stage_decide(s) or _stage_bisect(s, share=0.6) or _stage_improve(s) or _stage_prove(s)
     else:
-        by = (_stage_decide(s) or _stage_improve(s) or _stage_window(s, share=window_share, seed=seed)
-              or _stage_bisect(s, share=0.2) or _stage_prove(s))
+        by = (_stage_decide(s) or _stage_improve(s) or _stage_shave(s, share=SHAVE_SHARE)
+              or _stage_window(s, share=window_share, seed=seed) or _stage_bisect(s, share=0.2) or _stage_prove(s))
     if by:
         return s.so, s.lb, by, False
     by, interrupted = _stage_cpsat(s, workers=workers, seed=seed, use_cpsat=use_cpsat)
