@@ -114,20 +114,31 @@ def random_trees(draw, max_ops: int = 9, min_ops: int = 1, multi_output: bool = 
                  order=tuple(g.ops[i].name for i in order), name="hyp_tree")
 
 
-@st.composite
-def topological_orders(draw, g: Graph) -> list[int]:
-    pred, succ = g.op_pred(), g.op_succ()
-    indeg = [len(p) for p in pred]
+def _topological_order(g: Graph, pick) -> list[int]:
+    """Kahn's algorithm; ``pick(k)`` chooses which of the k ready operators runs next."""
+    succ = g.op_succ()
+    indeg = [len(p) for p in g.op_pred()]
     ready = [i for i in range(g.n_ops) if indeg[i] == 0]
     order = []
     while ready:
-        v = ready.pop(draw(st.integers(0, len(ready) - 1)))
+        v = ready.pop(pick(len(ready)))
         order.append(v)
         for s in succ[v]:
             indeg[s] -= 1
             if indeg[s] == 0:
                 ready.append(s)
     return order
+
+
+@st.composite
+def topological_orders(draw, g: Graph) -> list[int]:
+    return _topological_order(g, lambda k: draw(st.integers(0, k - 1)))
+
+
+def random_topological_order(g: Graph, rng) -> list[int]:
+    """A topological order drawn with ``rng`` (a ``random.Random``): each step runs a
+    uniformly chosen ready operator."""
+    return _topological_order(g, rng.randrange)
 
 
 def _complete(g: Graph, events: list, resident: set, computed: set, budget: int = 200) -> None:

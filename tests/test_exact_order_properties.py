@@ -264,6 +264,7 @@ def test_shaving_stage_aimed_at_the_incumbent_claims_only_what_holds():
     import time
 
     from referee_strategies import random_tiny_graph
+    from strategies import random_topological_order
 
     raised = closed = 0
     for seed in range(2000):
@@ -272,17 +273,8 @@ def test_shaving_stage_aimed_at_the_incumbent_claims_only_what_holds():
             continue
         opt, _, _ = brute(g)
         lb = B.trap_bound(g)
-        order = list(g.given_order())
-        if seed % 2:  # a random topological order as the incumbent instead
-            rng, indeg, ready, order = random.Random(seed), [len(p) for p in g.op_pred()], None, []
-            ready = [v for v in range(g.n_ops) if not indeg[v]]
-            while ready:
-                v = ready.pop(rng.randrange(len(ready)))
-                order.append(v)
-                for w in g.op_succ()[v]:
-                    indeg[w] -= 1
-                    if not indeg[w]:
-                        ready.append(w)
+        # the incumbent: the given order or a random topological order
+        order = random_topological_order(g, random.Random(seed)) if seed % 2 else list(g.given_order())
         s = E._Segment(g, order, lb, time.perf_counter() + 30, 1000, {}, lambda m: None, 0)
         before = s.lb
         E._stage_shave(s, share=1.0)

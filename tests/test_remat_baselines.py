@@ -228,20 +228,6 @@ def test_chain_scores_fail_only_for_want_of_bytes_and_stay_valid():
         Executor(g, g.given_order(), budget=B, evict=True, score="chian")
 
 
-def _random_topological_order(g, rng) -> list[int]:
-    indeg = [len(p) for p in g.op_pred()]
-    ready = [v for v in range(g.n_ops) if not indeg[v]]
-    out = []
-    while ready:
-        v = ready.pop(rng.randrange(len(ready)))
-        out.append(v)
-        for w in g.op_succ()[v]:
-            indeg[w] -= 1
-            if not indeg[w]:
-                ready.append(w)
-    return out
-
-
 def test_local_search_with_keep_first_stays_in_the_class_of_its_order():
     """``cut_peak(..., keep_first=True)`` (the given-order driver's warm start) keeps the first
     computations in the order it starts from, while its delay moves still lower peaks: on
@@ -252,12 +238,13 @@ def test_local_search_with_keep_first_stays_in_the_class_of_its_order():
     from memsched.formulations.problems import first_computations_follow
     from memsched.solvers.remat.local_search import cut_peak
     from referee_strategies import random_tiny_graph
+    from strategies import random_topological_order
 
     left_without, checked = 0, 0
     for seed in range(2000):
         g, B = random_tiny_graph(seed, max_ops=9)
         rng = random.Random(seed)
-        order = g.given_order() if seed % 2 else _random_topological_order(g, rng)
+        order = g.given_order() if seed % 2 else random_topological_order(g, rng)
         caps = [rng.choice([0, 1, 2])] * g.n_ops if seed % 3 else None
         s = cut_peak(g, order, B, caps, time_limit=2, best_effort=True, keep_first=True)
         if s is None:
