@@ -31,7 +31,11 @@ peak (upper bound, judged by the evaluator) meets the best proven lower bound:
       proves a higher bound (on segments of at most ``BISECT_WIDE_OPS`` operators this
       stage runs before c);
    e. the breadth-first DP below the incumbent, then shaving with learned precedences;
-   e'. on wide segments (more than ``BISECT_WIDE_OPS`` operators), right after c, the
+   c'. on wide segments (more than ``BISECT_WIDE_OPS`` operators), right after c,
+      **shaving aimed at the incumbent** (:func:`_stage_shave`, docs/bounds.md 4): learned
+      precedences at ``incumbent - 1`` (a refutation certifies it), then a bisection below,
+      within ``SHAVE_SHARE`` of the time left and ``SHAVE_MAX_S`` seconds;
+   e'. on wide segments, after c', the
       **window bound** (:mod:`memsched.solvers.ordering.window_bound`, docs/bounds.md 9):
       induced subproblems of bands of layers around the incumbent's peak, solved by this
       driver within ``window_share`` of the time left; their proven bounds are bounds of
