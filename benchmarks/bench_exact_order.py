@@ -188,30 +188,25 @@ def hard_table() -> list[str]:
 #: what the measurements say (written after reading them; keep in step with the table)
 HARD_NOTES: list[str] = [
     "",
-    "Reading (the six rows: one graph at a time, 2026-12-02 15:43-16:35 UTC, load 1.1-2.0 at start: another "
-    "single-threaded job ran beside them; `previous 600 s` = the same graph's row of 2026-12-01 with the "
-    "interpreted decision and the breadth-first window search, load 1.0-5.5, n100 s2: load 8.4):",
+    "Reading (rows n250 s2, n500 s2, n1000 s0, n500 s0, n1000 s1: one graph at a time, 2026-12-04 19:32-19:56 "
+    "UTC, load 1.0-1.9 at start, with the learned-precedence stage aimed at the incumbent, docs/bounds.md 4; "
+    "n100 s2: 2026-12-02; `previous 600 s` = the same graph's row of 2026-12-01 with the interpreted decision "
+    "and the breadth-first window search, load 1.0-5.5):",
     "",
     "* random_layered_n100_s2 is certified in 7.7 s (was 212.7 s): the same DP decisions (the last one, \"no "
     "order of peak 57,456\", exhausts 240,823 down-sets; lookahead and free moves on), compiled "
     "(docs/bounds.md 6c).",
-    "* Upper bounds from the decision window search (docs/bounds.md 8): n500 s0 282,177 -> 277,957 (gap 1.66 % "
-    "-> 0.16 %), n1000 s0 622,612 -> 622,062 (0.54 % -> 0.45 %, the 300 s row's value), n250 s2 108,531 -> "
-    "108,497; n500 s2 (298,445) and n1000 s1 (392,552) stay where they were, the same values the window search "
-    "alone reaches from the beam/BFS order in 17 / 32 s (section \"Window search of the exact driver\"): both "
-    "look like local optima of window moves, and whether they are optimal is unknown.",
-    "* Lower bounds: unchanged on n500 s0 (277,502), n500 s2 (298,337), n1000 s0 (619,272) and n1000 s1 "
-    "(388,231), each the window stage's value again; n250 s2 ends at 105,091, below the previous run's 105,254 "
-    "(its window stage: 105,091 here, 105,164 then; one run each, so how much of that is run-to-run "
-    "variation is not measured).",
-    "* None of the five wide graphs is certified in 600 s: gaps 3.14 % (n250 s2), 0.16 % (n500 s0), 0.04 % "
-    "(n500 s2), 0.45 % (n1000 s0), 1.10 % (n1000 s1).",
-    "* What would close them: on n500 s2 the DP decision \"no order of peak 298,444\" alone stored 47 million "
-    "down-sets in 1,048 s (compiled, 8 GB visited set full) without an answer (docs/bounds.md 6c), so the "
-    "down-set search, even compiled, does not reach these proofs; windows that hold the whole band of "
-    "operators live at the incumbent's peak (the largest window here, 310 + 416 virtual operators, is not "
-    "solved in its time), or a state-space search whose states are fewer than down-sets (a layered graph of "
-    "width w has up to 2^w down-sets per level).",
+    "* n250 s2, n500 s2 and n1000 s0 are certified optimal in 13.1 s, 16.7 s and 51.6 s (after 600 s on "
+    "2026-12-02: gaps 3.14 %, 0.04 % and 0.45 %). The incumbents are the ones the window search already "
+    "reached then (108,497, 298,445, 622,062); the proof is the learned-precedence test at incumbent - 1 "
+    "(`bounds.precedence_refutes`), which answers in 3-24 s there, while the old driver only galloped up to "
+    "it from the bound with at most 5 s.",
+    "* Not certified: n500 s0 (277,957 / 277,548, gap 0.15 %; bound 277,502 before) and n1000 s1 (392,552 / "
+    "388,231, gap 1.10 %, unchanged). The test at incumbent - 1 reaches its fixpoint without a refutation "
+    "there (32.8 s and 51.7 s alone): either the incumbents (local optima of the window search) are not "
+    "optimal or the precedences learned are too few. Adding the 6,924 precedences learned on n500 s0 at "
+    "277,956 to the graph did not make the down-set decision finish (11.7 million down-sets, 2 GB visited "
+    "set, 101 s; docs/bounds.md 4).",
 ]
 
 
