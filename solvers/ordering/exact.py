@@ -25,16 +25,16 @@ peak (upper bound, judged by the evaluator) meets the best proven lower bound:
       optimal order); pieces are solved by heuristics and the DP;
    c. window search (large-neighbourhood search with the DP on windows of the
       incumbent) and DP decisions at a few levels between bound and incumbent;
+   c'. on wide segments (more than ``BISECT_WIDE_OPS`` operators), right after c,
+      **shaving aimed at the incumbent** (:func:`_stage_shave`, docs/bounds.md 4): learned
+      precedences at ``incumbent - 1`` (a refutation certifies it), then a bisection below,
+      within ``SHAVE_SHARE`` of the time left and ``SHAVE_MAX_S`` seconds;
    d. **DP decisions near the incumbent** (:func:`_stage_bisect`): depth-first down-set
       searches with a large state cap (lookahead pruning, docs/bounds.md 6a), first at
       ``incumbent - 1``, then a quarter of the gap below it: each finds a better order or
       proves a higher bound (on segments of at most ``BISECT_WIDE_OPS`` operators this
       stage runs before c);
    e. the breadth-first DP below the incumbent, then shaving with learned precedences;
-   c'. on wide segments (more than ``BISECT_WIDE_OPS`` operators), right after c,
-      **shaving aimed at the incumbent** (:func:`_stage_shave`, docs/bounds.md 4): learned
-      precedences at ``incumbent - 1`` (a refutation certifies it), then a bisection below,
-      within ``SHAVE_SHARE`` of the time left and ``SHAVE_MAX_S`` seconds;
    e'. on wide segments, after c', the
       **window bound** (:mod:`memsched.solvers.ordering.window_bound`, docs/bounds.md 9):
       induced subproblems of bands of layers around the incumbent's peak, solved by this
@@ -610,11 +610,12 @@ def _stage_prove(s: _Segment) -> str | None:
 
 def _stage_shave(s: _Segment, *, share: float) -> str | None:
     """Stage c': learned precedences (:func:`bounds.precedence_refutes`, docs/bounds.md 4)
-    aimed at the incumbent, within ``share`` of the time left and ``SHAVE_MAX_S`` seconds. First theta = incumbent - 1:
-    one refutation certifies the incumbent. If the fixpoint refutes nothing there, bisect
-    theta between the bound and the incumbent: a refutation of theta raises the bound to
-    theta + 1, a fixpoint without one lowers the next theta (shaving is monotone in theta:
-    the precedences learned for a theta are learned for every smaller one). Unlike
+    aimed at the incumbent, within ``share`` of the time left and ``SHAVE_MAX_S`` seconds.
+    First theta = incumbent - 1: one refutation certifies the incumbent. If the fixpoint
+    refutes nothing there, bisect theta between the bound and the incumbent: a refutation of
+    theta raises the bound to theta + 1, a fixpoint without one lowers the next theta (what
+    is learned for a theta is learned for every smaller one, so a smaller theta is the one
+    left to try; only refutations ever move the bound). Unlike
     :func:`bounds.precedence_bound`, which gallops up from the bound with a few seconds, this
     spends its time where a proof closes the gap: on random_layered(250, 2) theta =
     108,496 is refuted in 3.3 s, while galloping from 104,529 needed 123 s to get there.
