@@ -284,3 +284,26 @@ def test_shaving_stage_aimed_at_the_incumbent_claims_only_what_holds():
             closed += s.cur > before
         raised += s.lb > before
     assert raised > 50 and closed > 20, (raised, closed)
+
+
+def test_interrupt_inside_a_segment_keeps_its_best_order_and_bound(monkeypatch):
+    """Ctrl-C in a stage after the window search improved a wide segment: the result keeps
+    that segment's improved order (not the order it started from) and its proven bound,
+    with status timeout. Red when the interrupt went past the segment (the whole driver then
+    returned the segment's starting order)."""
+    from memsched.instances.generators import random_layered
+
+    g = random_layered(250, 2)  # one wide segment; the window search improves it
+
+    seen = {}
+
+    def boom(s, **k):
+        seen["peak"] = s.cur + s.offset
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(E, "_stage_shave", boom)
+    res = E.solve_exact(g, time_limit=60, workers=1)
+    assert res.extra["interrupted"] and res.status == "timeout"
+    assert res.peak == seen["peak"] == evaluate(g, res.schedule).peak
+    assert is_topo(g, res.schedule.computes())
+    assert res.lower_bound <= 108497 <= res.peak  # its optimum (section 30)

@@ -778,14 +778,19 @@ def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, wor
     # the DP decisions close narrow segments (there they run right after the first decision,
     # before the window search); on wide ones (hundreds of operators) they rarely finish a
     # proof and come after it, with a small share, CP-SAT's bound getting the rest
-    if sg.n_ops <= BISECT_WIDE_OPS:
-        by = _stage_decide(s) or _stage_bisect(s, share=0.6) or _stage_improve(s) or _stage_prove(s)
-    else:
-        by = (_stage_decide(s) or _stage_improve(s) or _stage_shave(s, share=SHAVE_SHARE)
-              or _stage_window(s, share=window_share, seed=seed) or _stage_bisect(s, share=0.2) or _stage_prove(s))
-    if by:
-        return s.so, s.lb, by, False
-    by, interrupted = _stage_cpsat(s, workers=workers, seed=seed, use_cpsat=use_cpsat)
+    try:
+        if sg.n_ops <= BISECT_WIDE_OPS:
+            by = _stage_decide(s) or _stage_bisect(s, share=0.6) or _stage_improve(s) or _stage_prove(s)
+        else:
+            by = (_stage_decide(s) or _stage_improve(s) or _stage_shave(s, share=SHAVE_SHARE)
+                  or _stage_window(s, share=window_share, seed=seed) or _stage_bisect(s, share=0.2)
+                  or _stage_prove(s))
+        if by:
+            return s.so, s.lb, by, False
+        by, interrupted = _stage_cpsat(s, workers=workers, seed=seed, use_cpsat=use_cpsat)
+    except KeyboardInterrupt:
+        # Ctrl-C in a stage: the segment's incumbent (evaluated) and bound (proven) so far
+        return s.so, s.lb, "", True
     return s.so, s.lb, by or "", interrupted
 
 
