@@ -255,11 +255,14 @@ def test_cpsat_counts_the_initial_state():
 
 def test_shaving_stage_aimed_at_the_incumbent_claims_only_what_holds():
     """The learned-precedence stage of wide segments (``exact._stage_shave``: theta =
-    incumbent - 1, then bisection down to the bound) on 2,000 seeded tiny graphs with every
-    graph feature, started from the given order with the trap bound: its bound never exceeds
-    the brute-force optimum, and a segment it closes has an optimal incumbent. It raises the
-    bound above the trap bound on some graphs and certifies some given orders. Red when a
-    refuted theta raised the bound to theta + 2."""
+    incumbent - 1, galloping up from the bound, and the search guided by the learned
+    precedences, docs/bounds.md 4b) on 2,000 seeded tiny graphs with every graph feature,
+    started from the given order with the trap bound: its bound never exceeds the
+    brute-force optimum, its incumbent is an order of the graph with its evaluated peak, and
+    a segment it closes has an optimal incumbent. It raises the bound above the trap bound
+    on some graphs and certifies some given orders. Red when a refuted theta raised the
+    bound to theta + 2, and when the guided search's bound was taken without the cap
+    theta + 1."""
     import random
     import time
 
@@ -279,6 +282,7 @@ def test_shaving_stage_aimed_at_the_incumbent_claims_only_what_holds():
         before = s.lb
         E._stage_shave(s, share=1.0)
         assert s.lb <= opt, seed
+        assert is_topo(g, s.so) and s.cur == order_peak(g, s.so), seed
         if s.closed():
             assert s.cur == opt, seed
             closed += s.cur > before

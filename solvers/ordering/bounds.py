@@ -848,22 +848,39 @@ def bound_report(g: Graph, *, pair_budget: float = 0.3, shave_budget: float = 0.
 # ------------------------------------------------- learned precedences
 def precedence_refutes(g: Graph, theta: int, *, time_budget: float = 5.0, max_rounds: int = 20) -> bool | None:
     """Shaving with learned precedences: True if it proves that no order has peak <= theta,
-    False if it found nothing more, None if the time budget ran out.
+    False if it found nothing more, None if the time budget ran out
+    (:func:`learn_precedences`, docs/bounds.md, section 4)."""
+    return learn_precedences(g, theta, time_budget=time_budget, max_rounds=max_rounds)[0]
+
+
+def learn_precedences(g: Graph, theta: int, *, time_budget: float = 5.0,
+                      max_rounds: int = 20) -> tuple[bool | None, list[int] | None]:
+    """Learn the precedences that every order of peak <= theta obeys.
 
     For incomparable u, v: if "u before v" forces a trap value above theta (the trap of v
     with u and the learned predecessors of v in its state, or the trap of u with v and the
     learned successors of u outside), then every order of peak <= theta runs v before u:
     learn that precedence (and its transitive consequences). A trap above theta with the
-    learned precedences, or a pair refuted both ways, proves the claim. Repeats until
-    nothing new is learned (docs/bounds.md, section 4)."""
+    learned precedences, or a pair refuted both ways, proves that no order has peak <=
+    theta. Repeats until nothing new is learned (docs/bounds.md, section 4).
+
+    Returns
+    -------
+    (status, before)
+        ``(True, None)``: no order has peak <= theta. ``(False, before)``: the fixpoint, no
+        refutation. ``(None, before)``: the time budget ran out first. ``before[v]`` is a
+        bitmask of operators that run before v in every order of peak <= theta (its
+        ancestors and the learned ones; each learned precedence holds on its own, so a
+        partial result is as valid as the fixpoint). ``(None, None)`` when the graph is too
+        large for the bitmasks."""
     t0 = time.perf_counter()
     n = g.n_ops
     if initial_bound(g) > theta:
-        return True
+        return True, None
     ts = trap_solver(g)
     r = ts.reach
     if r is None:  # learned precedences are kept as bitmasks of all operators
-        return None
+        return None, None
     before = list(r.anc)  # closed sets of operators known to run before v
     after = list(r.desc)
 
@@ -887,14 +904,14 @@ def precedence_refutes(g: Graph, theta: int, *, time_budget: float = 5.0, max_ro
         states = {}
         for v in range(n):
             if time.perf_counter() - t0 > time_budget:
-                return None
+                return None, before
             if before[v] & after[v] or (before[v] >> v) & 1:
-                return True  # contradictory precedences: no order within theta
+                return True, None  # contradictory precedences: no order within theta
             val = ts.min_resident_masks(before[v], after[v] | (1 << v), want_set=True)
             if val[0] is None:
-                return True
+                return True, None
             if val[0] + ts.run[v] > theta:
-                return True
+                return True, None
             states[v] = val[1]
         learned = 0
         for u in range(n):
@@ -902,7 +919,7 @@ def precedence_refutes(g: Graph, theta: int, *, time_budget: float = 5.0, max_ro
                 if ((before[v] | after[v]) >> u) & 1:
                     continue
                 if time.perf_counter() - t0 > time_budget:
-                    return None
+                    return None, before
                 refuted = []
                 for a, b in ((u, v), (v, u)):  # try "a before b"
                     bad = False
@@ -914,7 +931,7 @@ def precedence_refutes(g: Graph, theta: int, *, time_budget: float = 5.0, max_ro
                         bad = x is None or x + ts.run[a] > theta
                     refuted.append(bad)
                 if refuted[0] and refuted[1]:
-                    return True
+                    return True, None
                 if refuted[0]:
                     add_prec(v, u)
                     learned += 1
@@ -922,8 +939,8 @@ def precedence_refutes(g: Graph, theta: int, *, time_budget: float = 5.0, max_ro
                     add_prec(u, v)
                     learned += 1
         if not learned:
-            return False
-    return False
+            return False, before
+    return False, before
 
 
 def precedence_bound(g: Graph, lower: int, upper: int, *, time_budget: float = 5.0, info: dict | None = None) -> int:

@@ -27,8 +27,9 @@ peak (upper bound, judged by the evaluator) meets the best proven lower bound:
       incumbent) and DP decisions at a few levels between bound and incumbent;
    c'. on wide segments (more than ``BISECT_WIDE_OPS`` operators), right after c,
       **shaving aimed at the incumbent** (:func:`_stage_shave`, docs/bounds.md 4): learned
-      precedences at ``incumbent - 1`` (a refutation certifies it), then a bisection below,
-      within ``SHAVE_SHARE`` of the time left and ``SHAVE_MAX_S`` seconds;
+      precedences at ``incumbent - 1`` (a refutation certifies it), then galloping up from
+      the bound, then the **search guided by the learned precedences** (the driver on the
+      precedence graph, docs/bounds.md 4b), within ``SHAVE_SHARE`` of the time left;
    d. **DP decisions near the incumbent** (:func:`_stage_bisect`): depth-first down-set
       searches with a large state cap (lookahead pruning, docs/bounds.md 6a), first at
       ``incumbent - 1``, then a quarter of the gap below it: each finds a better order or
@@ -477,11 +478,14 @@ def _window_lns(g: Graph, order: list[int], theta: int, deadline: float, cap: in
 #: decision with 60 % of the time left; larger ones after the window search with 20 %
 BISECT_WIDE_OPS = 200
 #: share of the time left for the learned-precedence stage on wide segments, aimed at the
-#: incumbent (:func:`_stage_shave`), and its seconds at most: on the random layered graphs a
-#: fixpoint takes 3-52 s, on the 409-operator segment of bert_base_b1_s128_train none ended
+#: incumbent (:func:`_stage_shave`), and the seconds at most of its first fixpoint (at the
+#: incumbent - 1; when that one does not end, the stage stops): on the random layered graphs
+#: a fixpoint takes 3-58 s, on the 409-operator segment of bert_base_b1_s128_train none ended
 #: in 115 s, which CP-SAT's proof there then lacked (docs/bounds.md 4)
-SHAVE_SHARE = 0.3
+SHAVE_SHARE = 0.4
 SHAVE_MAX_S = 60.0
+#: share of the learned-precedence stage's time left kept for the guided search
+GUIDED_SHARE = 0.3
 
 
 class _Segment:
@@ -608,43 +612,120 @@ def _stage_prove(s: _Segment) -> str | None:
     return "bounds" if s.closed() else None
 
 
-def _stage_shave(s: _Segment, *, share: float) -> str | None:
-    """Stage c': learned precedences (:func:`bounds.precedence_refutes`, docs/bounds.md 4)
-    aimed at the incumbent, within ``share`` of the time left and ``SHAVE_MAX_S`` seconds.
-    First theta = incumbent - 1: one refutation certifies the incumbent. If the fixpoint
-    refutes nothing there, bisect theta between the bound and the incumbent: a refutation of
-    theta raises the bound to theta + 1, a fixpoint without one lowers the next theta (what
-    is learned for a theta is learned for every smaller one, so a smaller theta is the one
-    left to try; only refutations ever move the bound). Unlike
-    :func:`bounds.precedence_bound`, which gallops up from the bound with a few seconds, this
-    spends its time where a proof closes the gap: on random_layered(250, 2) theta =
-    108,496 is refuted in 3.3 s, while galloping from 104,529 needed 123 s to get there.
+def _stage_shave(s: _Segment, *, share: float, workers: int = 1, seed: int = 0, guided: bool = True) -> str | None:
+    """Stage c': learned precedences (:func:`bounds.learn_precedences`, docs/bounds.md 4)
+    aimed at the incumbent, then the search they guide (docs/bounds.md 4b).
+
+    1. theta = incumbent - 1, within ``SHAVE_MAX_S`` seconds: a refutation certifies the
+       incumbent. Otherwise what it learned (the fixpoint, or what it learned before its
+       time ran out: each precedence holds on its own) guides a short search on the
+       precedence graph (:func:`_stage_guided`, ``GUIDED_SHARE`` of the stage's time left):
+       its orders are orders of the segment, its lower bound L gives ``min(L, theta + 1)``.
+    2. If that fixpoint ended and the search found nothing better, gallop up from the
+       bound: each refuted theta raises the bound to theta + 1 (these are cheap); the
+       first theta not refuted is where the fixpoint learns the most, and its precedences
+       guide a search for the rest of the stage's time.
+    3. When a search lowers the incumbent, back to 1 with a new share of the time left.
+
+    The whole stage has ``share`` of the time left. On random_layered(250, 2) step 1
+    refutes theta = 108,496 in 3.3 s (galloping from 104,529 needed 123 s); on
+    random_layered(1000, 1) step 3 finds an order of peak 388,655 (the window search had
+    392,552) and proves it optimal on the precedence graph of theta = 390,000.
 
     Returns
     -------
     str or None
-        "bounds" when the segment is closed, else None."""
+        "bounds" when a refutation closes the segment, "guided" when the guided search
+        does, else None."""
     if share <= 0 or s.closed() or s.left() <= 0.5:
         return None
-    end = time.perf_counter() + min(share * s.left(), SHAVE_MAX_S)
-    lo, hi = s.lb - 1, s.cur - 1  # lo: refuted (by the bound so far); hi: highest theta still open
-    th = hi
-    while lo < hi and not s.closed():
-        left = end - time.perf_counter()
-        if left <= 0.05:
+    end = time.perf_counter() + share * s.left()
+    st = s.stats.setdefault("shave", {"fixpoints": 0, "refuted": 0, "probes": [], "guided": []})
+
+    def learn(theta: int, budget: float):
+        t = time.perf_counter()
+        res, before = B.learn_precedences(s.sg, theta, time_budget=budget)
+        st["fixpoints"] += 1
+        st["refuted"] += res is True
+        st["probes"].append({"theta": theta + s.offset, "refuted": res, "wall_s": round(time.perf_counter() - t, 3)})
+        return res, before
+
+    while not s.closed():
+        left = (end - time.perf_counter()) * (1 - GUIDED_SHARE)
+        if left <= 0.5:
             break
-        res = B.precedence_refutes(s.sg, th, time_budget=left)
+        top = s.cur - 1
+        res, before = learn(top, min(left, SHAVE_MAX_S))
         if res is True:
-            lo = th
-            s.lb = max(s.lb, th + 1)
-            s.say(f"  learned precedences: no order of peak {th + s.offset} B")
-        elif res is False:
-            hi = th - 1
-        else:
+            s.lb = max(s.lb, top + 1)
+            s.say(f"  learned precedences: no order of peak {top + s.offset} B")
             break
-        th = (lo + hi + 1) // 2
-    s.stats["shave"] = {"lower_bound": s.lb + s.offset, "open_above": hi + 1 + s.offset}
+        if before is None:
+            break
+        was = s.cur
+        if guided:  # a short search first: at incumbent - 1 it often suffices
+            quick = time.perf_counter() + GUIDED_SHARE * (end - time.perf_counter())
+            if _stage_guided(s, top, before, end=quick, workers=workers, seed=seed):
+                return "guided"
+        if s.cur < was:
+            end = max(end, time.perf_counter() + share * s.left())  # a better incumbent: a new share
+            continue
+        if res is not False:  # the fixpoint at incumbent - 1 did not end: lower ones cost more
+            break
+        fix = None
+        step = max(1, (top - s.lb) // 64)
+        while s.lb < top:
+            left = (end - time.perf_counter()) * (1 - GUIDED_SHARE)
+            if left <= 0.5:
+                break
+            th = min(s.lb + step - 1, top - 1)
+            res, bf = learn(th, left)
+            if res is True:
+                s.lb = th + 1
+                step *= 2
+                s.say(f"  learned precedences: no order of peak {th + s.offset} B")
+                continue
+            fix = (th, bf) if bf is not None else None  # a partial result (time out) holds too
+            break
+        if fix is None or s.closed() or not guided:
+            break
+        if _stage_guided(s, fix[0], fix[1], end=end, workers=workers, seed=seed):
+            return "guided"
+        if s.cur >= was:
+            break
+        end = max(end, time.perf_counter() + share * s.left())
+    st.update(lower_bound=s.lb + s.offset)
     return "bounds" if s.closed() else None
+
+
+def _stage_guided(s: _Segment, theta: int, before: list[int], *, end: float, workers: int, seed: int) -> bool:
+    """The exact driver (without the window bound and without a guided search of its own)
+    on the segment's
+    precedence graph for ``theta`` (:func:`guided.precedence_graph`) until ``end``: its
+    best order is an order of the segment (re-evaluated there by ``take``), and its proven
+    lower bound L raises the segment's to ``min(L, theta + 1)`` (docs/bounds.md 4b).
+    True when that closes the segment."""
+    from .guided import precedence_graph
+
+    left = end - time.perf_counter()
+    if left <= 0.5:
+        return False
+    t = time.perf_counter()
+    pg = precedence_graph(s.sg, before)
+    res = solve_exact(pg, time_limit=left, workers=workers, seed=seed, window_share=0.0, guided=False)
+    if res.schedule is not None:
+        s.take(list(res.schedule.computes()), "search guided by learned precedences")
+    lb = int(res.lower_bound) if res.lower_bound is not None else 0
+    if min(lb, theta + 1) > s.lb:
+        s.lb = min(lb, theta + 1)
+        s.say(f"  guided search: segment optimum >= {s.lb + s.offset} B")
+    s.stats["shave"]["guided"].append({"theta": theta + s.offset, "learned": pg.n_tensors - s.sg.n_tensors,
+                                       "peak": res.peak + s.offset if res.peak is not None else None,
+                                       "lower_bound": lb + s.offset, "certified_by": res.extra.get("certified_by"),
+                                       "wall_s": round(time.perf_counter() - t, 3)})
+    if res.extra.get("interrupted"):
+        raise KeyboardInterrupt
+    return s.closed()
 
 
 def _stage_bisect(s: _Segment, *, share: float = 0.6, cap: int = 2_000_000) -> str | None:
@@ -742,7 +823,8 @@ def _stage_cpsat(s: _Segment, *, workers: int, seed: int, use_cpsat: bool) -> tu
 
 
 def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, workers: int, seed: int,
-                   dp_states: int, use_cpsat: bool, stats: dict, say, offset: int = 0, window_share: float = 0.0):
+                   dp_states: int, use_cpsat: bool, stats: dict, say, offset: int = 0, window_share: float = 0.0,
+                   shave: bool = True, guided: bool = True):
     """Improve the order of one segment until its peak reaches ``theta`` or is proven
     optimal.
 
@@ -761,6 +843,8 @@ def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, wor
         Counters, updated in place. say : progress callback. offset : for messages.
     window_share : float
         Share of the time left for the window bound on wide segments (0: none).
+    shave, guided : bool
+        Run the learned-precedence stage on wide segments, and its guided search.
 
     Returns
     -------
@@ -782,7 +866,8 @@ def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, wor
         if sg.n_ops <= BISECT_WIDE_OPS:
             by = _stage_decide(s) or _stage_bisect(s, share=0.6) or _stage_improve(s) or _stage_prove(s)
         else:
-            by = (_stage_decide(s) or _stage_improve(s) or _stage_shave(s, share=SHAVE_SHARE)
+            by = (_stage_decide(s) or _stage_improve(s)
+                  or _stage_shave(s, share=SHAVE_SHARE if shave else 0.0, workers=workers, seed=seed, guided=guided)
                   or _stage_window(s, share=window_share, seed=seed) or _stage_bisect(s, share=0.2)
                   or _stage_prove(s))
         if by:
@@ -946,7 +1031,7 @@ def _split_into_segments(run: _Run) -> None:
 
 
 def _solve_segments(run: _Run, *, workers: int, seed: int, dp_states: int, use_cpsat: bool,
-                    window_share: float = 0.0) -> None:
+                    window_share: float = 0.0, shave: bool = True, guided: bool = True) -> None:
     """Step 3: the segments whose peak is above the global bound, hardest first, each by
     its heuristics and :func:`_solve_segment`, down to the global bound only."""
     g, parts = run.g, run.parts
@@ -967,7 +1052,7 @@ def _solve_segments(run: _Run, *, workers: int, seed: int, dp_states: int, use_c
         run.say(f"segment of {sg.n_ops} operators: peak {parts[k][2]} B, target {run.lb} B")
         so, seg_lb, by, interrupted = _solve_segment(sg, so, theta, run.deadline, workers=workers, seed=seed,
                                                      dp_states=dp_states, use_cpsat=use_cpsat,
-                                                     window_share=window_share,
+                                                     window_share=window_share, shave=shave, guided=guided,
                                                      stats=run.info["stats"], say=run.say, offset=P.offset)
         run.lb = max(run.lb, seg_lb + P.offset)
         if by:
@@ -985,7 +1070,8 @@ def _solve_segments(run: _Run, *, workers: int, seed: int, dp_states: int, use_c
 
 def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: int = 0,
                 progress: bool = False, *, dp_states: int = 300_000, use_cpsat: bool = True,
-                pair_budget: float | None = None, window_share: float = 0.5) -> SolveResult:
+                pair_budget: float | None = None, window_share: float = 0.5, shave: bool = True,
+                guided: bool = True) -> SolveResult:
     """Minimum-peak topological order of ``graph`` with a proof of optimality.
 
     Parameters
@@ -1006,13 +1092,16 @@ def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: 
     window_share : float
         Share of a wide segment's time left (after the DP stages) for the window bound
         (docs/bounds.md 9); 0 switches it off (the window subproblems are solved with 0).
+    shave, guided : bool
+        Run the learned-precedence stage on wide segments (docs/bounds.md 4), and the
+        search it guides (4b; off inside that search itself).
 
     Returns
     -------
     SolveResult
         Evaluated by ``make_result``, with ``lower_bound`` set and extra keys
         ``certified`` (peak == lower_bound), ``certified_by`` (bounds | dp | split |
-        lns | window | cpsat | none), ``window_bound`` when that stage ran (its value, whether it
+        lns | window | guided | cpsat | none), ``window_bound`` when that stage ran (its value, whether it
         raised the bound, and per window: operators, virtual operators, bound, time), ``upper_bound_by``, ``segments``, ``time_to_certify_s``,
         ``heuristics`` (peak of each heuristic) and ``bounds``. Status: optimal when
         certified, timeout when the time limit or an interrupt stopped it first,
@@ -1038,7 +1127,7 @@ def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: 
             return run.finish()
         _split_into_segments(run)
         _solve_segments(run, workers=workers, seed=seed, dp_states=dp_states, use_cpsat=use_cpsat,
-                        window_share=window_share)
+                        window_share=window_share, shave=shave, guided=guided)
         run.certified()
         return run.finish()
     except KeyboardInterrupt:

@@ -1,0 +1,90 @@
+"""The precedence graph of learned precedences (solvers/ordering/guided.py, docs/bounds.md
+4b) against a brute force over all topological orders of tiny graphs."""
+from __future__ import annotations
+
+import random
+
+from memsched.formulations import Schedule, evaluate
+from memsched.solvers.ordering import bounds as B
+from memsched.solvers.ordering.guided import learned_covering_pairs, precedence_graph
+from referee_strategies import random_tiny_graph
+from test_bounds_properties import all_orders, simulate
+
+
+def test_precedence_graph_keeps_every_order_within_theta_and_nothing_else():
+    """On 2,000 seeded tiny graphs with every graph feature, theta drawn between the trap
+    bound and the given order's peak: when the learned precedences do not refute theta,
+    (1) every order of peak <= theta is an order of the precedence graph, (2) every order of
+    the precedence graph is an order of the graph, with the same peak there (evaluator on
+    both graphs), hence (3) optimum(graph) >= min(optimum(precedence graph), theta + 1), the
+    bound the guided search claims. It learns something on some graphs and removes orders
+    above theta on some. Red when a learned pair was added the wrong way round, and when
+    the zero-byte tensors of a pair were given one byte."""
+    learned_on = pruned_on = 0
+    for seed in range(2000):
+        g, _B = random_tiny_graph(seed, max_ops=7)
+        if g.n_ops == 0:
+            continue
+        rng = random.Random(seed)
+        lo, hi = B.trap_bound(g), simulate(g, g.given_order())[0]
+        theta = rng.randint(lo, max(lo, hi))
+        res, before = B.learn_precedences(g, theta, time_budget=30.0)
+        assert res is not None
+        if res is True:
+            continue
+        pg = precedence_graph(g, before)
+        assert [o.name for o in pg.ops] == [o.name for o in g.ops]
+        orders_g = {tuple(o): simulate(g, o)[0] for o in all_orders(g)}
+        orders_pg = {tuple(o): simulate(pg, o)[0] for o in all_orders(pg)}
+        for o, pk in orders_g.items():
+            if pk <= theta:
+                assert o in orders_pg, (seed, theta, o)
+        for o, pk in orders_pg.items():
+            assert o in orders_g and orders_g[o] == pk, (seed, o)
+        o = next(iter(orders_pg))
+        assert evaluate(pg, Schedule.from_order(pg, list(o))).peak == evaluate(g, Schedule.from_order(g, list(o))).peak
+        assert min(orders_g.values()) >= min(min(orders_pg.values()), theta + 1)
+        learned_on += bool(learned_covering_pairs(g, before))
+        pruned_on += len(orders_pg) < len(orders_g)
+    assert learned_on > 100 and pruned_on > 100, (learned_on, pruned_on)
+
+
+def test_guided_search_claims_at_most_theta_plus_one_from_the_precedence_graph():
+    """``exact._stage_guided`` on 1,500 seeded graphs of 8-24 operators (random tiny graphs
+    with every feature, small random layered graphs), optimum by the exact down-set DP, theta
+    = optimum - 1 or halfway between the trap bound and the optimum, incumbent a random
+    topological order: below the optimum the learned precedences may exclude every optimal
+    order (the precedence graph's optimum is then above the graph's; it happens on some of
+    these graphs), so only ``min(L, theta + 1)`` is a bound. The segment's bound never
+    exceeds the optimum and its incumbent is an order of the graph with its evaluated peak.
+    Red when the precedence graph's bound was taken without the cap theta + 1."""
+    import time
+
+    from memsched.formulations import order_peak
+    from memsched.instances.generators import random_layered
+    from memsched.solvers.ordering import exact as E
+    from memsched.solvers.ordering.downset_dp import downset_dp
+    from strategies import random_topological_order
+    from test_exact_order_properties import is_topo
+
+    tried = above = 0
+    for seed in range(1500):
+        rng = random.Random(seed)
+        g = random_layered(rng.randint(10, 24), seed) if seed % 2 else random_tiny_graph(seed, max_ops=12, min_ops=8)[0]
+        r = downset_dp(g)
+        assert r.exact
+        opt, lo = r.value, B.trap_bound(g)
+        if lo >= opt:
+            continue
+        for theta in (opt - 1, (lo + opt) // 2):
+            res, before = B.learn_precedences(g, theta, time_budget=30.0)
+            if res is not False:
+                continue
+            s = E._Segment(g, random_topological_order(g, rng), lo, time.perf_counter() + 30, 1000,
+                           {"shave": {"guided": []}}, lambda m: None, 0)
+            E._stage_guided(s, theta, before, end=time.perf_counter() + 10, workers=1, seed=0)
+            assert s.lb <= opt, (seed, theta, s.lb, opt)
+            assert is_topo(g, s.so) and s.cur == order_peak(g, s.so) >= opt, seed
+            tried += 1
+            above += downset_dp(precedence_graph(g, before)).value > opt
+    assert tried > 50 and above > 5, (tried, above)
