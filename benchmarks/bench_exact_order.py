@@ -188,25 +188,29 @@ def hard_table() -> list[str]:
 #: what the measurements say (written after reading them; keep in step with the table)
 HARD_NOTES: list[str] = [
     "",
-    "Reading (rows n250 s2, n500 s2, n1000 s0, n500 s0, n1000 s1: one graph at a time, 2026-12-04 19:32-19:56 "
-    "UTC, load 1.0-1.9 at start, with the learned-precedence stage aimed at the incumbent, docs/bounds.md 4; "
-    "n100 s2: 2026-12-02; `previous 600 s` = the same graph's row of 2026-12-01 with the interpreted decision "
-    "and the breadth-first window search, load 1.0-5.5):",
+    "Reading (rows n250 s2, n500 s2, n1000 s0, n500 s0, n1000 s1: one graph at a time, 2026-12-04 21:31-21:37 "
+    "UTC, load 1.0-1.5 at start, with the learned-precedence stage aimed at the incumbent and the search "
+    "guided by the learned precedences, docs/bounds.md 4 and 4b; n100 s2: 2026-12-02; `previous 600 s` = the "
+    "same graph's row of 2026-12-01 with the interpreted decision and the breadth-first window search, load "
+    "1.0-5.5):",
     "",
     "* random_layered_n100_s2 is certified in 7.7 s (was 212.7 s): the same DP decisions (the last one, \"no "
     "order of peak 57,456\", exhausts 240,823 down-sets; lookahead and free moves on), compiled "
     "(docs/bounds.md 6c).",
-    "* n250 s2, n500 s2 and n1000 s0 are certified optimal in 13.1 s, 16.7 s and 51.6 s (after 600 s on "
-    "2026-12-02: gaps 3.14 %, 0.04 % and 0.45 %). The incumbents are the ones the window search already "
-    "reached then (108,497, 298,445, 622,062); the proof is the learned-precedence test at incumbent - 1 "
-    "(`bounds.precedence_refutes`), which answers in 3-24 s there, while the old driver only galloped up to "
-    "it from the bound with at most 5 s.",
-    "* Not certified: n500 s0 (277,957 / 277,548, gap 0.15 %; bound 277,502 before) and n1000 s1 (392,552 / "
-    "388,231, gap 1.10 %, unchanged). The test at incumbent - 1 reaches its fixpoint without a refutation "
-    "there (32.8 s and 51.7 s alone): either the incumbents (local optima of the window search) are not "
-    "optimal or the precedences learned are too few. Adding the 6,924 precedences learned on n500 s0 at "
-    "277,956 to the graph did not make the down-set decision finish (11.7 million down-sets, 2 GB visited "
-    "set, 101 s; docs/bounds.md 4).",
+    "* n250 s2, n500 s2 and n1000 s0 are certified optimal in 14.9 s, 19.3 s and 52.4 s (13.1 s, 16.7 s and "
+    "51.6 s in the run of 19:32, before the guided search; after 600 s on 2026-12-02: gaps 3.14 %, 0.04 % and "
+    "0.45 %). The incumbents are the ones the window search already reached then (108,497, 298,445, "
+    "622,062); the proof is the learned-precedence test at incumbent - 1 (`bounds.learn_precedences`), which "
+    "answers in 3-24 s there, while the old driver only galloped up to it from the bound with at most 5 s.",
+    "* n500 s0 and n1000 s1 are certified optimal in 51.3 s and 229.5 s (by the guided search), at 277,548 and "
+    "388,655: the incumbents of the window search (277,957 and 392,552, reported with gaps 0.15 % and 1.10 % "
+    "after 600 s in the run of 19:32) were not optimal. The precedences learned at a theta below the "
+    "incumbent, added to the graph as zero-byte tensors, leave the driver's peak splitting and window search "
+    "far fewer orders; there they find 277,548 and 388,655, and the driver's proofs on the precedence graph "
+    "(on n500 s0 its bounds, in 3.4 s) show that no order of peak <= theta does better, which is what the "
+    "graph needs (docs/bounds.md 4b). On n1000 s1 the precedences learned at incumbent - 1 were too few "
+    "(the guided search ended at 392,552 again); those learned at 388,699, reached by galloping up from the "
+    "bound (388,297 and 388,431 refuted), sufficed.",
 ]
 
 
