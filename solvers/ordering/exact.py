@@ -480,8 +480,9 @@ BISECT_WIDE_OPS = 200
 #: share of the time left for the learned-precedence stage on wide segments, aimed at the
 #: incumbent (:func:`_stage_shave`), and the seconds at most of its first fixpoint (at the
 #: incumbent - 1; when that one does not end, the stage stops): on the random layered graphs
-#: a fixpoint takes 3-58 s, on the 409-operator segment of bert_base_b1_s128_train none ended
-#: in 115 s, which CP-SAT's proof there then lacked (docs/bounds.md 4)
+#: a fixpoint takes 3-58 s; on the 409-operator segment of bert_base_b1_s128_train none ended
+#: in 115 s in one run, while in a later one (at its optimum - 1) it ended in 8 s learning
+#: nothing (docs/bounds.md 4, 4b)
 SHAVE_SHARE = 0.4
 SHAVE_MAX_S = 60.0
 #: share of the learned-precedence stage's time left kept for the guided search
@@ -704,7 +705,8 @@ def _stage_guided(s: _Segment, theta: int, before: list[int], *, end: float, wor
     precedence graph for ``theta`` (:func:`guided.precedence_graph`) until ``end``: its
     best order is an order of the segment (re-evaluated there by ``take``), and its proven
     lower bound L raises the segment's to ``min(L, theta + 1)`` (docs/bounds.md 4b).
-    True when that closes the segment."""
+    Skipped when nothing was learned (the precedence graph is the segment). True when that
+    closes the segment."""
     from .guided import precedence_graph
 
     left = end - time.perf_counter()
@@ -712,6 +714,9 @@ def _stage_guided(s: _Segment, theta: int, before: list[int], *, end: float, wor
         return False
     t = time.perf_counter()
     pg = precedence_graph(s.sg, before)
+    if pg.n_tensors == s.sg.n_tensors:  # nothing learned: the same graph, no guidance
+        s.stats["shave"]["guided"].append({"theta": theta + s.offset, "learned": 0, "skipped": "nothing learned"})
+        return False
     res = solve_exact(pg, time_limit=left, workers=workers, seed=seed, window_share=0.0, guided=False)
     if res.schedule is not None:
         s.take(list(res.schedule.computes()), "search guided by learned precedences")
