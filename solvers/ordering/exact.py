@@ -630,8 +630,10 @@ def _stage_shave(s: _Segment, *, share: float, workers: int = 1, seed: int = 0, 
 
     The whole stage has ``share`` of the time left. On random_layered(250, 2) step 1
     refutes theta = 108,496 in 3.3 s (galloping from 104,529 needed 123 s); on
-    random_layered(1000, 1) step 3 finds an order of peak 388,655 (the window search had
-    392,552) and proves it optimal on the precedence graph of theta = 390,000.
+    random_layered(1000, 1) the precedences learned at incumbent - 1 guide nothing better,
+    the gallop refutes 388,297 and 388,431, and on the precedence graph of theta = 388,699
+    the driver finds an order of peak 388,655 (the window search had 392,552) and proves it
+    optimal there (docs/bounds.md 4b).
 
     Returns
     -------
