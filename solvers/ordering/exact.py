@@ -479,10 +479,10 @@ def _window_lns(g: Graph, order: list[int], theta: int, deadline: float, cap: in
 BISECT_WIDE_OPS = 200
 #: share of the time left for the learned-precedence stage on wide segments, aimed at the
 #: incumbent (:func:`_stage_shave`), and the seconds at most of its first fixpoint (at the
-#: incumbent - 1; when that one does not end, the stage stops): on the random layered graphs
-#: a fixpoint takes 3-58 s; on the 409-operator segment of bert_base_b1_s128_train none ended
-#: in 115 s in one run, while in a later one (at its optimum - 1) it ended in 8 s learning
-#: nothing (docs/bounds.md 4, 4b)
+#: incumbent - 1; when that one does not end, only a short guided search follows): on the
+#: random layered graphs a fixpoint takes 3-58 s; on the 409-operator segment of
+#: bert_base_b1_s128_train none ended in 115 s in one run, while in a later one (at its
+#: optimum - 1) it ended in 8 s learning nothing (docs/bounds.md 4, 4b)
 SHAVE_SHARE = 0.4
 SHAVE_MAX_S = 60.0
 #: share of the learned-precedence stage's time left kept for the guided search
@@ -703,12 +703,11 @@ def _stage_shave(s: _Segment, *, share: float, workers: int = 1, seed: int = 0, 
 
 def _stage_guided(s: _Segment, theta: int, before: list[int], *, end: float, workers: int, seed: int) -> bool:
     """The exact driver (without the window bound and without a guided search of its own)
-    on the segment's
-    precedence graph for ``theta`` (:func:`guided.precedence_graph`) until ``end``: its
-    best order is an order of the segment (re-evaluated there by ``take``), and its proven
-    lower bound L raises the segment's to ``min(L, theta + 1)`` (docs/bounds.md 4b).
-    Skipped when nothing was learned (the precedence graph is the segment). True when that
-    closes the segment."""
+    on the segment's precedence graph for ``theta`` (:func:`guided.precedence_graph`) until
+    ``end``: its best order is an order of the segment (re-evaluated there by ``take``), and
+    its proven lower bound L raises the segment's to ``min(L, theta + 1)`` (docs/bounds.md
+    4b). Skipped when nothing was learned (the precedence graph is the segment). True when
+    that closes the segment."""
     from .guided import precedence_graph
 
     left = end - time.perf_counter()
@@ -831,7 +830,7 @@ def _stage_cpsat(s: _Segment, *, workers: int, seed: int, use_cpsat: bool) -> tu
 
 def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, workers: int, seed: int,
                    dp_states: int, use_cpsat: bool, stats: dict, say, offset: int = 0, window_share: float = 0.0,
-                   shave: bool = True, guided: bool = True):
+                   guided: bool = True):
     """Improve the order of one segment until its peak reaches ``theta`` or is proven
     optimal.
 
@@ -850,8 +849,8 @@ def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, wor
         Counters, updated in place. say : progress callback. offset : for messages.
     window_share : float
         Share of the time left for the window bound on wide segments (0: none).
-    shave, guided : bool
-        Run the learned-precedence stage on wide segments, and its guided search.
+    guided : bool
+        Run the search guided by learned precedences in the learned-precedence stage.
 
     Returns
     -------
@@ -874,7 +873,7 @@ def _solve_segment(sg: Graph, so: list[int], theta: int, deadline: float, *, wor
             by = _stage_decide(s) or _stage_bisect(s, share=0.6) or _stage_improve(s) or _stage_prove(s)
         else:
             by = (_stage_decide(s) or _stage_improve(s)
-                  or _stage_shave(s, share=SHAVE_SHARE if shave else 0.0, workers=workers, seed=seed, guided=guided)
+                  or _stage_shave(s, share=SHAVE_SHARE, workers=workers, seed=seed, guided=guided)
                   or _stage_window(s, share=window_share, seed=seed) or _stage_bisect(s, share=0.2)
                   or _stage_prove(s))
         if by:
@@ -1038,7 +1037,7 @@ def _split_into_segments(run: _Run) -> None:
 
 
 def _solve_segments(run: _Run, *, workers: int, seed: int, dp_states: int, use_cpsat: bool,
-                    window_share: float = 0.0, shave: bool = True, guided: bool = True) -> None:
+                    window_share: float = 0.0, guided: bool = True) -> None:
     """Step 3: the segments whose peak is above the global bound, hardest first, each by
     its heuristics and :func:`_solve_segment`, down to the global bound only."""
     g, parts = run.g, run.parts
@@ -1059,7 +1058,7 @@ def _solve_segments(run: _Run, *, workers: int, seed: int, dp_states: int, use_c
         run.say(f"segment of {sg.n_ops} operators: peak {parts[k][2]} B, target {run.lb} B")
         so, seg_lb, by, interrupted = _solve_segment(sg, so, theta, run.deadline, workers=workers, seed=seed,
                                                      dp_states=dp_states, use_cpsat=use_cpsat,
-                                                     window_share=window_share, shave=shave, guided=guided,
+                                                     window_share=window_share, guided=guided,
                                                      stats=run.info["stats"], say=run.say, offset=P.offset)
         run.lb = max(run.lb, seg_lb + P.offset)
         if by:
@@ -1077,7 +1076,7 @@ def _solve_segments(run: _Run, *, workers: int, seed: int, dp_states: int, use_c
 
 def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: int = 0,
                 progress: bool = False, *, dp_states: int = 300_000, use_cpsat: bool = True,
-                pair_budget: float | None = None, window_share: float = 0.5, shave: bool = True,
+                pair_budget: float | None = None, window_share: float = 0.5,
                 guided: bool = True) -> SolveResult:
     """Minimum-peak topological order of ``graph`` with a proof of optimality.
 
@@ -1099,9 +1098,9 @@ def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: 
     window_share : float
         Share of a wide segment's time left (after the DP stages) for the window bound
         (docs/bounds.md 9); 0 switches it off (the window subproblems are solved with 0).
-    shave, guided : bool
-        Run the learned-precedence stage on wide segments (docs/bounds.md 4), and the
-        search it guides (4b; off inside that search itself).
+    guided : bool
+        Run the search guided by learned precedences on wide segments (docs/bounds.md 4b;
+        off inside that search itself).
 
     Returns
     -------
@@ -1134,7 +1133,7 @@ def solve_exact(graph: Graph, time_limit: float = 60.0, workers: int = 2, seed: 
             return run.finish()
         _split_into_segments(run)
         _solve_segments(run, workers=workers, seed=seed, dp_states=dp_states, use_cpsat=use_cpsat,
-                        window_share=window_share, shave=shave, guided=guided)
+                        window_share=window_share, guided=guided)
         run.certified()
         return run.finish()
     except KeyboardInterrupt:
