@@ -88,3 +88,46 @@ def test_guided_search_claims_at_most_theta_plus_one_from_the_precedence_graph()
             tried += 1
             above += downset_dp(precedence_graph(g, before)).value > opt
     assert tried > 50 and above > 5, (tried, above)
+
+
+def test_interrupt_inside_the_guided_search_keeps_the_segment_order_and_bound(monkeypatch):
+    """Ctrl-C while the driver runs on a precedence graph: the inner run returns (status
+    timeout), the stage keeps what it has (an order of the segment with its evaluated peak,
+    a bound at most the optimum) and passes the interrupt on, so that ``_solve_segment``
+    returns the segment's best order with the interrupted flag. Red when the interrupt was
+    swallowed by the stage (the driver would then go on after Ctrl-C)."""
+    import time
+
+    import pytest
+
+    from memsched.formulations import order_peak
+    from memsched.solvers.ordering import exact as E
+    from test_bounds_properties import brute
+    from test_exact_order_properties import is_topo
+
+    orig = E._bounds_and_heuristics
+    hit = []
+
+    def boom(run, pair_budget):
+        if any(t.name.startswith("__learned_") for t in run.g.tensors):
+            hit.append(run.g.name)
+            raise KeyboardInterrupt
+        return orig(run, pair_budget)
+
+    monkeypatch.setattr(E, "_bounds_and_heuristics", boom)
+    for seed in range(400):
+        g, _B = random_tiny_graph(seed, max_ops=7)
+        if g.n_ops == 0:
+            continue
+        opt = brute(g)[0]
+        s = E._Segment(g, list(g.given_order()), B.trap_bound(g), time.perf_counter() + 30, 1000, {},
+                       lambda m: None, 0)
+        before = len(hit)
+        try:
+            E._stage_shave(s, share=1.0)
+        except KeyboardInterrupt:
+            assert len(hit) == before + 1, seed
+            assert is_topo(g, s.so) and s.cur == order_peak(g, s.so) and s.lb <= opt, seed
+            return
+        assert len(hit) == before, seed  # no interrupt raised: the inner run never started
+    pytest.fail("no seed reached the guided search")
