@@ -131,3 +131,55 @@ def test_interrupt_inside_the_guided_search_keeps_the_segment_order_and_bound(mo
             return
         assert len(hit) == before, seed  # no interrupt raised: the inner run never started
     pytest.fail("no seed reached the guided search")
+
+
+def test_a_relation_learned_at_a_higher_theta_starts_the_fixpoint_at_a_lower_one():
+    """``learn_precedences(g, theta, initial=R)`` with R learned at theta' >= theta on 2,000
+    seeded graphs (tiny graphs with every feature, and small random layered graphs), against
+    all topological orders: (1) a refutation means every order peaks above theta; (2)
+    otherwise every order of peak <= theta obeys the relation returned (each learned v
+    after u holds), and that relation contains R (the start is kept). R is the relation
+    learned at theta', or the exact one (every precedence all orders of peak <= theta' obey,
+    by enumeration; usually more than the fixpoint learns). Where the cold fixpoint refutes
+    theta, so does the warm one from the learned R (it refutes on dozens of these graphs).
+    Red when the initial relation was read the wrong way round (as successors), and when it
+    was ignored."""
+    from memsched.instances.generators import random_layered
+
+    both = 0
+    for seed in range(2000):
+        rng = random.Random(seed)
+        g = random_layered(rng.randint(5, 8), seed) if seed % 3 == 0 else random_tiny_graph(seed, max_ops=7)[0]
+        if g.n_ops == 0:
+            continue
+        orders = [(tuple(o), simulate(g, o)[0]) for o in all_orders(g)]
+        opt = min(pk for _o, pk in orders)
+        lo, hi = B.trap_bound(g), max(pk for _o, pk in orders)
+        theta0 = rng.randint(lo, max(lo, hi))
+        res0, rel0 = B.learn_precedences(g, theta0, time_budget=30.0)
+        if res0 is not False:
+            continue
+        theta = rng.randint(min(lo, theta0), theta0)
+        cold, _ = B.learn_precedences(g, theta, time_budget=30.0)
+        within = [o for o, pk in orders if pk <= theta0]
+        exact = [sum(1 << u for u in range(g.n_ops) if all(o.index(u) < o.index(v) for o in within))
+                 for v in range(g.n_ops)]
+        for start in (rel0, exact):
+            res, rel = B.learn_precedences(g, theta, time_budget=30.0, initial=start)
+            assert res is not None and cold is not None
+            if res is True:
+                assert opt > theta, (seed, theta0, theta, opt)
+                both += cold is True and start is rel0
+                continue
+            assert cold is not True or start is not rel0, (seed, theta)
+            assert all(rel[v] & start[v] == start[v] for v in range(g.n_ops)), seed
+            for o, pk in orders:
+                if pk <= theta:
+                    at = {v: i for i, v in enumerate(o)}
+                    for v in range(g.n_ops):
+                        m = rel[v]
+                        while m:
+                            u = (m & -m).bit_length() - 1
+                            assert at[u] < at[v], (seed, theta, o, u, v)
+                            m &= m - 1
+    assert both > 20, both

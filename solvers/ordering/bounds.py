@@ -853,8 +853,8 @@ def precedence_refutes(g: Graph, theta: int, *, time_budget: float = 5.0, max_ro
     return learn_precedences(g, theta, time_budget=time_budget, max_rounds=max_rounds)[0]
 
 
-def learn_precedences(g: Graph, theta: int, *, time_budget: float = 5.0,
-                      max_rounds: int = 20) -> tuple[bool | None, list[int] | None]:
+def learn_precedences(g: Graph, theta: int, *, time_budget: float = 5.0, max_rounds: int = 20,
+                      initial: list[int] | None = None) -> tuple[bool | None, list[int] | None]:
     """Learn the precedences that every order of peak <= theta obeys.
 
     For incomparable u, v: if "u before v" forces a trap value above theta (the trap of v
@@ -863,6 +863,11 @@ def learn_precedences(g: Graph, theta: int, *, time_budget: float = 5.0,
     learn that precedence (and its transitive consequences). A trap above theta with the
     learned precedences, or a pair refuted both ways, proves that no order has peak <=
     theta. Repeats until nothing new is learned (docs/bounds.md, section 4).
+
+    ``initial``: a relation returned by an earlier call at some theta' >= theta on the same
+    graph (the fixpoint or a partial one). Every order of peak <= theta has peak <= theta',
+    so it obeys that relation; the search starts from it instead of the ancestors alone
+    (fewer pairs to test, stronger states; docs/bounds.md 4c).
 
     Returns
     -------
@@ -883,6 +888,16 @@ def learn_precedences(g: Graph, theta: int, *, time_budget: float = 5.0,
         return None, None
     before = list(r.anc)  # closed sets of operators known to run before v
     after = list(r.desc)
+    if initial is not None:  # closed under transitivity already (add_prec keeps it so)
+        if len(initial) != n:
+            raise ValueError(f"learn_precedences: initial relation has {len(initial)} entries, the graph {n} operators")
+        before = [a | b for a, b in zip(before, initial)]
+        for v in range(n):
+            m = before[v]
+            while m:
+                low = m & -m
+                after[low.bit_length() - 1] |= 1 << v
+                m ^= low
 
     def add_prec(a: int, b: int) -> None:  # a before b, with transitive closure
         A = before[a] | (1 << a)

@@ -628,6 +628,9 @@ def _stage_shave(s: _Segment, *, share: float, workers: int = 1, seed: int = 0, 
        guide a search for the rest of the stage's time.
     3. When a search lowers the incumbent, back to 1 with a new share of the time left.
 
+    Each fixpoint starts from the strongest relation already learned at a theta' >= its
+    theta (``learn_precedences(..., initial=)``, docs/bounds.md 4c).
+
     The whole stage has ``share`` of the time left. On random_layered(250, 2) step 1
     refutes theta = 108,496 in 3.3 s (galloping from 104,529 needed 123 s); on
     random_layered(1000, 1) the precedences learned at incumbent - 1 guide nothing better,
@@ -645,12 +648,19 @@ def _stage_shave(s: _Segment, *, share: float, workers: int = 1, seed: int = 0, 
     end = time.perf_counter() + share * s.left()
     st = s.stats.setdefault("shave", {"fixpoints": 0, "refuted": 0, "probes": [], "guided": []})
 
+    known: dict = {}  # theta -> the relation learned there (each holds at every lower theta too)
+
     def learn(theta: int, budget: float):
         t = time.perf_counter()
-        res, before = B.learn_precedences(s.sg, theta, time_budget=budget)
+        above = [th for th in known if th >= theta]
+        warm = known[min(above)] if above else None  # the strongest relation valid at theta
+        res, before = B.learn_precedences(s.sg, theta, time_budget=budget, initial=warm)
         st["fixpoints"] += 1
         st["refuted"] += res is True
-        st["probes"].append({"theta": theta + s.offset, "refuted": res, "wall_s": round(time.perf_counter() - t, 3)})
+        st["probes"].append({"theta": theta + s.offset, "refuted": res, "warm": warm is not None,
+                             "wall_s": round(time.perf_counter() - t, 3)})
+        if before is not None:
+            known[theta] = before
         return res, before
 
     while not s.closed():
