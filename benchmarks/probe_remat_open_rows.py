@@ -1,0 +1,159 @@
+"""Probes of the issue-14 rows still open (docs/remat-low-budgets.md, section 7).
+
+Explorations, not benchmark rows: each prints what it found and proves nothing beyond what
+it says. Graphs: ../shared/data/graphs/random_layered (as in bench_remat_proofs.py), cap 1,
+B = floor(r x P) with P the given order's peak.
+
+* ``windows GRAPH R SPEC...``: the compact given-order stage relaxation restricted to the
+  windows of stages ``a-b`` (docs/remat.md, "Windows of stages"), as a feasibility test; a
+  window with no solution would refute every schedule whose first computations follow the
+  given order.
+* ``realize GRAPH R``: the expanded given-order relaxation solved to optimality, then its
+  recomputation sets run stage by stage, trying every order of the recomputations inside
+  each stage of at most ``--max-perm`` of them: the least peak found against B (a peak <= B
+  would be a schedule of compute = the relaxation's optimum, hence optimal in the class).
+* ``free-size GRAPH R``: builds the free-order down-set relaxation (docs/remat.md,
+  "Free-order stage relaxation") without the driver's limit on down-sets and prints its
+  size; ``--solve-s S`` then runs CP-SAT on it as a feasibility test (``--workers``,
+  ``--no-presolve``). On rl_n100 at 0.6 it needs 2.8 GB to build; CP-SAT with 2 workers and
+  presolve exceeded this machine's 24 GB.
+
+    .venv/bin/python benchmarks/probe_remat_open_rows.py windows rl_n250 0.6 200-215 230-250
+    .venv/bin/python benchmarks/probe_remat_open_rows.py realize rl_n100 0.7 --time-limit 300
+    .venv/bin/python benchmarks/probe_remat_open_rows.py free-size rl_n100 0.6
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import resource
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = (ROOT / ".." / "shared" / "data" / "graphs" / "random_layered").resolve()
+GRAPHS = {
+    "rl_n100": "random_layered_n100_w0.27_nlv0.75_ed0.2_scd0.14.json",
+    "rl_n250": "random_layered_n250_w0.43_nlv0.75_ed0.2_scd0.14.json",
+}
+
+
+def _load(name: str, r: float):
+    from memsched.formulations import Schedule, evaluate
+    from memsched.instances.formats import load_graph
+
+    path = DATA / GRAPHS[name]
+    if not path.exists():
+        sys.exit(f"probe: {path} not found (../shared/data is needed)")
+    g = load_graph(path)
+    P = evaluate(g, Schedule.from_order(g, g.given_order())).peak
+    return g, int(r * P)
+
+
+def _rss_mb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
+def windows(a) -> None:
+    from memsched.formulations.remat_given_relax import build_given_relaxation
+    from memsched.solvers.engines.cpsat import solve_cpsat
+
+    g, B = _load(a.graph, a.ratio)
+    print(f"{a.graph} r={a.ratio} B={B}: compact relaxation windows, feasibility, {a.time_limit} s each")
+    for spec in a.windows:
+        lo, hi = (int(x) for x in spec.split("-"))
+        t = time.perf_counter()
+        rx = build_given_relaxation(g, B, [1] * g.n_ops, compact=True, objective=False, window=(lo, hi))
+        run = solve_cpsat(rx.model, time_limit=a.time_limit, workers=a.workers, seed=0, name="probe-window")
+        verdict = {"optimal": "feasible", "feasible": "feasible",
+                   "infeasible": "no solution: no schedule of the given-order class fits B"}.get(run.status, run.status)
+        print(f"  stages {lo}..{hi}: {verdict} ({time.perf_counter() - t:.1f} s)", flush=True)
+
+
+def realize(a) -> None:
+    from memsched.formulations import evaluate
+    from memsched.formulations.evaluator import ScheduleError
+    from memsched.formulations.remat_given_relax import build_given_relaxation
+    from memsched.solvers.engines.cpsat import solve_cpsat
+    from memsched.solvers.remat.local_search import schedule_from_sequence
+    from memsched.solvers.remat.proofs import RELAX_SUBSOLVERS
+
+    g, B = _load(a.graph, a.ratio)
+    t = time.perf_counter()
+    rx = build_given_relaxation(g, B, [1] * g.n_ops)
+    run = solve_cpsat(rx.model, time_limit=a.time_limit, workers=a.workers, seed=0, name="probe-realize",
+                      params={"subsolvers": list(RELAX_SUBSOLVERS)})
+    if not run.has_solution:
+        print(f"{a.graph} r={a.ratio} B={B}: relaxation {run.status} after {time.perf_counter() - t:.1f} s")
+        return
+    extra = run.solver.ObjectiveValue() * rx.cost_div
+    print(f"{a.graph} r={a.ratio} B={B}: relaxation {run.status}, extra {extra:g} "
+          f"(compute {g.total_cost() + extra:g}), {time.perf_counter() - t:.1f} s", flush=True)
+    stages = rx.decode(run.solver.BooleanValue)
+    pi = g.given_order()
+    pos = {v: i for i, v in enumerate(pi)}
+    orders = {i: sorted(v, key=pos.__getitem__) for i, v in stages.items() if v}
+    print(f"  recomputations per stage: {({i: len(v) for i, v in orders.items()})}")
+
+    def peak(o) -> int | None:
+        seq: list[int] = []
+        for i in range(len(pi) + 1):
+            seq += o.get(i, [])
+            if i < len(pi):
+                seq.append(pi[i])
+        try:
+            return evaluate(g, schedule_from_sequence(g, seq)).peak
+        except ScheduleError:
+            return None
+
+    print(f"  run stage by stage in the given order's positions: peak {peak(orders)}")
+    for i in sorted(orders):  # each stage's peak depends on its own order only
+        if 1 < len(orders[i]) <= a.max_perm:
+            tried = [(pk, list(p)) for p in itertools.permutations(orders[i])
+                     if (pk := peak({**orders, i: list(p)})) is not None]
+            orders[i] = min(tried)[1]
+    print(f"  best order inside each stage: peak {peak(orders)} against B = {B}")
+
+
+def free_size(a) -> None:
+    from memsched.formulations.remat_free_relax import build_free_relaxation
+    from memsched.solvers.engines.cpsat import solve_cpsat
+
+    g, B = _load(a.graph, a.ratio)
+    t = time.perf_counter()
+    rx = build_free_relaxation(g, B, [1] * g.n_ops, max_downsets=a.max_downsets)
+    rx.model.ClearObjective()
+    print(f"{a.graph} r={a.ratio} B={B}: built in {time.perf_counter() - t:.1f} s, {rx.stats}, "
+          f"peak RSS {_rss_mb()} MB", flush=True)
+    if a.solve_s > 0:
+        run = solve_cpsat(rx.model, time_limit=a.solve_s, workers=a.workers, seed=0, name="probe-free",
+                          params={"cp_model_presolve": not a.no_presolve})
+        print(f"  CP-SAT feasibility: {run.status} after {time.perf_counter() - t:.1f} s, peak RSS {_rss_mb()} MB")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="what", required=True)
+    for name in ("windows", "realize", "free-size"):
+        p = sub.add_parser(name)
+        p.add_argument("graph", choices=sorted(GRAPHS))
+        p.add_argument("ratio", type=float)
+        p.add_argument("--workers", type=int, default=2)
+        if name == "windows":
+            p.add_argument("windows", nargs="+", metavar="A-B")
+            p.add_argument("--time-limit", type=float, default=20.0)
+        if name == "realize":
+            p.add_argument("--time-limit", type=float, default=300.0)
+            p.add_argument("--max-perm", type=int, default=7)
+        if name == "free-size":
+            p.add_argument("--max-downsets", type=int, default=100_000)
+            p.add_argument("--solve-s", type=float, default=0.0)
+            p.add_argument("--no-presolve", action="store_true")
+    a = ap.parse_args(argv)
+    {"windows": windows, "realize": realize, "free-size": free_size}[a.what](a)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
