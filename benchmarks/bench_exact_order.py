@@ -202,7 +202,9 @@ HARD_NOTES: list[str] = [
     "0.45 %). The incumbents are the ones the window search already reached then (108,497, 298,445, "
     "622,062); the proof is the learned-precedence test at incumbent - 1 (`bounds.learn_precedences`), which "
     "answers in 3-24 s there, while the old driver only galloped up to it from the bound with at most 5 s.",
-    "* n500 s0 and n1000 s1 are certified optimal in 51.3 s and 229.5 s (by the guided search), at 277,548 and "
+    "* n500 s0 and n1000 s1 are certified optimal in 51.3 s and 229.5 s (by the guided search; n1000 s1 re-run "
+    "on 2026-12-05 00:50 UTC with the fixpoints started from relations learned at higher thetas, docs/bounds.md "
+    "4c: 225.7 s, the table's row), at 277,548 and "
     "388,655: the incumbents of the window search (277,957 and 392,552, reported with gaps 0.15 % and 1.10 % "
     "after 600 s in the run of 19:32) were not optimal. The precedences learned at a theta below the "
     "incumbent, added to the graph as zero-byte tensors, leave the driver's peak splitting and window search "
