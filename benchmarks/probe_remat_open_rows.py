@@ -45,7 +45,8 @@ def _load(name: str, r: float):
 
     path = DATA / GRAPHS[name]
     if not path.exists():
-        sys.exit(f"probe: {path} not found (../shared/data is needed)")
+        print(f"probe: {path} not found (../shared/data is needed)", file=sys.stderr)
+        sys.exit(2)
     g = load_graph(path)
     P = evaluate(g, Schedule.from_order(g, g.given_order())).peak
     return g, int(r * P)
@@ -112,7 +113,8 @@ def realize(a) -> None:
         if 1 < len(orders[i]) <= a.max_perm:
             tried = [(pk, list(p)) for p in itertools.permutations(orders[i])
                      if (pk := peak({**orders, i: list(p)})) is not None]
-            orders[i] = min(tried)[1]
+            if tried:  # the given-order positions are one of the orders, so never empty in practice
+                orders[i] = min(tried)[1]
     print(f"  best order inside each stage: peak {peak(orders)} against B = {B}")
 
 
