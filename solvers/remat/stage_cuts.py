@@ -1,0 +1,329 @@
+"""Stage no-good cuts: the given-order stage relaxation made exact for cap 1 (docs/remat.md,
+"Stage no-good cuts").
+
+The given-order stage relaxation (``memsched.formulations.remat_given_relax``) leaves out the
+order of the recomputations inside a stage, so its optimum need not be a schedule
+(docs/remat-low-budgets.md, section 7: rl_n100 at 0.7 peaks at 34,680 > B = 32,423 with every
+order inside each stage). This module closes that gap by logic-based Benders cuts, for caps of
+at most 1 (each operator computed at most twice, Moccasin's benchmark setting):
+
+* :func:`realize_stage` decides exactly whether one stage of a solution can be run within the
+  budget: the tensors resident as the stage begins (``start``), the operators it may recompute
+  (``ops``, each at most once, any subset, any order) and the tensors that must be resident
+  at its end (``end``: the inputs of the stage's first computation and the tensors the
+  solution keeps past it). A backward search over the last recomputation, holding exactly the
+  tensors demanded later (the least memory for a fixed sequence).
+* :class:`StageCuts` reads each stage's ``(start, ops, end)`` off a relaxation solution and,
+  for a stage that cannot be run, adds the clause "some tensor relevant to the stage that was
+  not resident is resident, or some relevant operator that was not recomputed is recomputed,
+  or some tensor that had to be kept is not" (valid for every schedule of the class:
+  docs/remat.md gives the argument).
+* :func:`given_relaxation_with_cuts` solves, cuts, and solves again. When every stage of an
+  optimal solution runs, the stages concatenated are a schedule of the class whose compute is
+  the relaxation's optimum: optimal in the class.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from memsched.formulations.graph import Graph
+
+__all__ = ["realize_stage", "StageCuts", "StageLimit", "CutsOutcome", "given_relaxation_with_cuts"]
+
+
+class StageLimit(Exception):
+    """:func:`realize_stage` explored ``max_nodes`` states without deciding."""
+
+
+def realize_stage(g: Graph, room: int, start, ops, end, *, max_nodes: int = 200_000) -> list | None:
+    """An order of a subset of ``ops`` that runs one stage within ``room`` bytes (the budget
+    minus the always-resident bytes), or None when no subset in any order does.
+
+    ``start``: tensors resident as the stage begins (anything may be freed at once);
+    ``end``: tensors that must be resident when it ends. Each operator of ``ops`` runs at most
+    once; always-resident tensors are neither in ``start`` nor counted.
+
+    Backward search: a state is (the tensors demanded after this point, the operators not yet
+    placed). The last operator before the point must make one of the demanded tensors; while it
+    runs, the demanded tensors it does not make and its inputs are resident, with its outputs
+    and workspace (holding exactly what is demanded later is the least memory for a fixed
+    sequence, and none of its outputs is resident before it runs, as the evaluator requires).
+    A state whose demands are all in ``start`` is reached. Failed states are remembered.
+
+    Raises :class:`StageLimit` after ``max_nodes`` states. O(states x |ops| x degree).
+    """
+    keep = g.always_resident_idx()
+    size, ws = g.size, g.workspace
+    start = frozenset(start)
+    outs = {u: frozenset(g.op_out[u]) for u in ops}
+    ins = {u: frozenset(g.op_in[u]) - keep for u in ops}
+    obytes = {u: sum(size[j] for j in outs[u]) + ws[u] for u in ops}
+    failed: set = set()
+    nodes = [0]
+
+    def dfs(need: frozenset, left: frozenset):
+        if need <= start:
+            return []
+        key = (need, left)
+        if key in failed:
+            return None
+        nodes[0] += 1
+        if nodes[0] > max_nodes:
+            raise StageLimit(f"stage search passed {max_nodes} states")
+        missing = need - start
+        # an operator that makes a demanded tensor not in start is needed at some point; try those
+        # first, then those that make a demanded tensor again (freeing its start copy earlier)
+        cands = sorted((u for u in left if outs[u] & need), key=lambda u: (not (outs[u] & missing), u))
+        for u in cands:
+            before = (need - outs[u]) | ins[u]
+            if sum(size[j] for j in need - outs[u] | ins[u]) + obytes[u] > room:
+                continue
+            got = dfs(frozenset(before), left - {u})
+            if got is not None:
+                return got + [u]
+        failed.add(key)
+        return None
+
+    return dfs(frozenset(end) - keep, frozenset(ops))
+
+
+@dataclass
+class StageView:
+    """One stage of a relaxation solution."""
+
+    stage: int
+    start: frozenset
+    ops: tuple
+    end: frozenset  # all tensors required at the end (constants and kept ones)
+    kept: frozenset  # the part of ``end`` that the solution chose (S[i+1, j] = 1)
+
+
+class StageCuts:
+    """Reads stages off solutions of a built :class:`GivenRelaxation` and adds their cuts.
+
+    ``rx`` must hold every stage (no window) and come from caps of at most 1."""
+
+    def __init__(self, rx, B: int, *, max_nodes: int = 200_000):
+        g = rx.graph
+        self.rx, self.g, self.max_nodes = rx, g, max_nodes
+        self.n = len(rx.order)
+        self.keep = g.always_resident_idx()
+        self.room = B - g.always_resident()
+        self.S_at: dict = {}
+        for (i, j), v in rx.S.items():
+            self.S_at.setdefault(i, []).append((j, v))
+        self.R_at: dict = {}
+        for (i, u), v in rx.R.items():
+            self.R_at.setdefault(i, []).append((u, v))
+        self.cuts = 0
+        self.literals = 0
+
+    def view(self, value, i: int) -> StageView:
+        """Stage i of the solution ``value`` (the solver's ``BooleanValue``)."""
+        g, pi = self.g, self.rx.order
+        start = frozenset(j for j, v in self.S_at.get(i, ()) if (v == 1 if isinstance(v, int) else value(v)))
+        ops = tuple(u for u, v in self.R_at.get(i, ()) if value(v))
+        if i == self.n:
+            fixed = frozenset(j for j in g.output_idx if j not in self.keep)
+            kept = frozenset()
+        else:
+            v = pi[i]
+            fixed = frozenset(g.op_in[v]) - self.keep
+            made = set(g.op_out[v])
+            kept = frozenset(j for j, s in self.S_at.get(i + 1, ())
+                             if j not in made and j not in fixed and not isinstance(s, int) and value(s))
+        return StageView(i, start, ops, fixed | kept, kept)
+
+    def realize(self, st: StageView) -> list | None:
+        return realize_stage(self.g, self.room, st.start, st.ops, st.end, max_nodes=self.max_nodes)
+
+    def _closure(self, i: int, end) -> tuple[set, set]:
+        """The operators of stage i (those with a literal) that can make a tensor demanded
+        from ``end`` backwards, and the tensors so demanded."""
+        g = self.g
+        need = set(end) - self.keep
+        ops: set = set()
+        cand = [u for u, _ in self.R_at.get(i, ())]
+        grew = True
+        while grew:
+            grew = False
+            for u in cand:
+                if u not in ops and need.intersection(g.op_out[u]):
+                    ops.add(u)
+                    need |= set(g.op_in[u]) - self.keep
+                    grew = True
+        return ops, need
+
+    def _still_fails(self, st: StageView) -> bool:
+        try:
+            return self.realize(st) is None
+        except StageLimit:
+            return False
+
+    def add_cut(self, st: StageView) -> int:
+        """Add the stage's no-good (the stage cannot be run: ``realize`` returned None) and
+        return the clause's length. Before that the triple is made as strong as the stage
+        allows, one element at a time while the stage still cannot be run (each step keeps a
+        valid cut and removes one literal): kept tensors dropped, then relevant tensors added
+        to ``start``, then relevant operators added to ``ops``."""
+        for j in sorted(st.kept):
+            trial = StageView(st.stage, st.start, st.ops, st.end - {j}, st.kept - {j})
+            if self._still_fails(trial):
+                st = trial
+        i = st.stage
+        ops, need = self._closure(i, st.end)
+        s_lits = {j: v for j, v in self.S_at.get(i, ()) if j in need and j not in st.start and not isinstance(v, int)}
+        for j in sorted(s_lits, key=lambda j: -self.g.size[j]):
+            trial = StageView(i, st.start | {j}, st.ops, st.end, st.kept)
+            if self._still_fails(trial):
+                st = trial
+        r_lits = {u: v for u, v in self.R_at.get(i, ()) if u in ops and u not in st.ops}
+        for u in sorted(r_lits):
+            trial = StageView(i, st.start, st.ops + (u,), st.end, st.kept)
+            if self._still_fails(trial):
+                st = trial
+        lits = [v for j, v in s_lits.items() if j not in st.start]
+        lits += [v for u, v in r_lits.items() if u not in st.ops]
+        S_next = dict(self.S_at.get(i + 1, ()))
+        lits += [S_next[j].Not() for j in st.kept]
+        self.rx.model.AddBoolOr(lits)
+        self.cuts += 1
+        self.literals += len(lits)
+        return len(lits)
+
+
+@dataclass
+class CutsOutcome:
+    """What :func:`given_relaxation_with_cuts` proved."""
+
+    status: str = "bound"  # "optimal": ``schedule`` is optimal in the class; "below-optimal": no
+    # schedule of the class beats ``below`` (the caller's schedule is optimal); "infeasible": no
+    # schedule of the class fits B; "bound": only ``extra`` is proven
+    extra: float = 0.0  # proven extra compute over the baseline (a lower bound for the class)
+    schedule: object = None  # the best schedule found (compute baseline + its extra), or None
+    rounds: int = 0
+    cuts: int = 0
+    undecided_stages: int = 0
+    log: list = field(default_factory=list)
+    relaxation: object = None  # the GivenRelaxation with every cut added (for checks)
+
+
+def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | None = None, hint=None,
+                               time_limit: float = 60.0, workers: int = 1, seed: int = 0,
+                               max_nodes: int = 200_000, params: dict | None = None, progress=None) -> CutsOutcome:
+    """The expanded given-order relaxation, solved again and again with stage no-good cuts.
+
+    ``caps``: every cap 0 or 1. ``below``: the extra compute of a known schedule of the class
+    within B; then only solutions of smaller extra compute are sought. Returns a
+    :class:`CutsOutcome`: status "optimal" with a ``schedule`` when an optimal solution's stages
+    all run (or no solution below a schedule found here is left), "below-optimal" when no
+    solution below ``below`` is left, "infeasible" when no solution is left, else "bound": the
+    best bound proven (each round's relaxation, cuts included, still holds every schedule of the class
+    that recomputes nothing uselessly, so its objective bound is a bound for the class).
+    """
+    from memsched.formulations import evaluate
+    from memsched.formulations.remat_given_relax import build_given_relaxation
+    from memsched.solvers.engines.cpsat import solve_cpsat
+    from memsched.solvers.remat.local_search import schedule_from_sequence
+    from memsched.solvers.remat.proofs import RELAX_SUBSOLVERS, _stop_if_interrupted
+
+    if any(c is None or c > 1 for c in caps):
+        raise ValueError("stage cuts need caps of at most 1")
+    t0 = time.perf_counter()
+    out = CutsOutcome()
+    if sum(graph.size[j] for j in graph.input_idx) > B:  # the initial state alone (the relaxation has no row for it)
+        out.status = "infeasible"
+        out.log.append((0, "the graph inputs alone exceed B", 0.0))
+        return out
+    rx = build_given_relaxation(graph, B, [int(c) for c in caps])
+    cuts = StageCuts(rx, B, max_nodes=max_nodes)
+    out.relaxation = rx
+    div = rx.cost_div
+    if below is not None:
+        rx.model.Add(rx.objective_expr <= math.ceil(below / div - 1e-9) - 1)
+    if hint is not None:
+        rx.hint(hint)
+    lb = 0
+    pi = rx.order
+
+    def note(*entry):
+        out.log.append(entry)
+        if progress is not None:
+            progress(entry)
+
+    while True:
+        left = time_limit - (time.perf_counter() - t0)
+        if left < 0.1:
+            break
+        if lb > 0:
+            rx.model.Add(rx.objective_expr >= lb)
+        run = solve_cpsat(rx.model, time_limit=left, workers=int(workers), seed=seed, name="remat-given-cuts",
+                          params={"subsolvers": list(RELAX_SUBSOLVERS), **(params or {})})
+        _stop_if_interrupted(run)
+        out.rounds += 1
+        if run.status == "infeasible":
+            if out.schedule is not None:
+                out.status, out.extra = "optimal", below
+            elif below is not None:
+                out.status, out.extra = "below-optimal", below
+            else:
+                out.status = "infeasible"
+            note(out.rounds, "no solution left", round(time.perf_counter() - t0, 3))
+            break
+        if not run.has_solution:
+            break
+        bound = run.solver.BestObjectiveBound()
+        if math.isfinite(bound):
+            lb = max(lb, math.ceil(bound - 1e-6))
+        out.extra = float(lb * div)
+        value = run.solver.BooleanValue
+        seq, bad, undecided = [], [], 0
+        for i in range(len(pi) + 1):
+            st = cuts.view(value, i)
+            if st.ops:
+                try:
+                    got = cuts.realize(st)
+                except StageLimit:
+                    got, undecided = None, undecided + 1
+                    st = None
+                if got is None:
+                    if st is not None:
+                        bad.append(st)
+                    continue
+                seq += got
+            if i < len(pi):
+                seq.append(pi[i])
+        optimal = run.status == "optimal"
+        what = (f"relaxation {run.status}, extra >= {lb * div:g}, {len(bad)} stage(s) cannot run, "
+                f"{undecided} undecided")
+        if not bad and not undecided:
+            sched = schedule_from_sequence(graph, seq)
+            ev = evaluate(graph, sched)
+            if ev.peak > B:
+                from memsched.solvers.result import SolverDisagreement
+
+                raise SolverDisagreement(f"stage cuts: every stage runs within B = {B}, but the schedule peaks at {ev.peak}")
+            out.schedule = sched
+            note(out.rounds, what + f"; a schedule of compute {ev.compute:g}", round(time.perf_counter() - t0, 3))
+            if optimal:
+                out.status = "optimal"
+                out.extra = ev.compute - graph.total_cost()
+                break
+            # a schedule below ``below`` but not proven optimal: seek better ones
+            below = ev.compute - graph.total_cost()
+            rx.model.Add(rx.objective_expr <= math.ceil(below / div - 1e-9) - 1)
+            continue
+        if undecided and not bad:
+            note(out.rounds, what, round(time.perf_counter() - t0, 3))
+            break  # nothing to cut and nothing proven beyond the bound
+        lens = [cuts.add_cut(st) for st in bad]
+        note(out.rounds, what + f"; cuts of {lens} literals", round(time.perf_counter() - t0, 3))
+        # the next round starts from this solution (it breaks only the new cuts)
+        rx.model.ClearHints()
+        for var in list(rx.R.values()) + [v for v in rx.S.values() if not isinstance(v, int)] + list(rx.T.values()):
+            rx.model.AddHint(var, run.solver.BooleanValue(var))
+        out.cuts = cuts.cuts
+        out.undecided_stages = undecided
+    return out
