@@ -12,6 +12,11 @@ B = floor(r x P) with P the given order's peak.
   recomputation sets run stage by stage, trying every order of the recomputations inside
   each stage of at most ``--max-perm`` of them: the least peak found against B (a peak <= B
   would be a schedule of compute = the relaxation's optimum, hence optimal in the class).
+* ``cuts GRAPH R [--below C]``: the expanded given-order relaxation solved with stage no-good
+  cuts (solvers/remat/stage_cuts.py; docs/remat.md, "Stage no-good cuts"), only for schedules
+  of compute below C when given: "below-optimal" proves that no schedule of the given-order
+  class with cap 1 has compute < C; "optimal" comes with a schedule (re-checked here by the
+  evaluator). Prints each round.
 * ``free-size GRAPH R``: builds the free-order down-set relaxation (docs/remat.md,
   "Free-order stage relaxation") without the driver's limit on down-sets and prints its
   size; ``--solve-s S`` then runs CP-SAT on it as a feasibility test (``--workers``,
@@ -21,6 +26,7 @@ B = floor(r x P) with P the given order's peak.
     .venv/bin/python benchmarks/probe_remat_open_rows.py windows rl_n250 0.6 200-215 230-250
     .venv/bin/python benchmarks/probe_remat_open_rows.py realize rl_n100 0.7 --time-limit 300
     .venv/bin/python benchmarks/probe_remat_open_rows.py free-size rl_n100 0.6
+    .venv/bin/python benchmarks/probe_remat_open_rows.py cuts rl_n100 0.7 --below 51202 --time-limit 1200
 """
 from __future__ import annotations
 
@@ -118,6 +124,26 @@ def realize(a) -> None:
     print(f"  best order inside each stage: peak {peak(orders)} against B = {B}")
 
 
+def cuts(a) -> None:
+    from memsched.formulations import evaluate
+    from memsched.solvers.remat.stage_cuts import given_relaxation_with_cuts
+
+    g, B = _load(a.graph, a.ratio)
+    base = g.total_cost()
+    print(f"{a.graph} r={a.ratio} B={B} baseline {base:g}: relaxation with stage cuts"
+          + ("" if a.below is None else f", schedules of compute < {a.below:g} only"), flush=True)
+    t = time.perf_counter()
+    out = given_relaxation_with_cuts(g, B, [1] * g.n_ops, below=None if a.below is None else a.below - base,
+                                     time_limit=a.time_limit, workers=a.workers,
+                                     progress=lambda e: print(f"  round {e[0]}: {e[1]} ({e[2]:.1f} s)", flush=True))
+    print(f"  {out.status}: compute >= {base + out.extra:g} ({out.rounds} rounds, {out.cuts} cuts, "
+          f"{time.perf_counter() - t:.1f} s)")
+    if out.schedule is not None:
+        ev = evaluate(g, out.schedule)
+        print(f"  schedule: compute {ev.compute:g}, peak {ev.peak} (B {B}), at most "
+              f"{max(ev.compute_counts)} computations per operator")
+
+
 def free_size(a) -> None:
     from memsched.formulations.remat_free_relax import build_free_relaxation
     from memsched.solvers.engines.cpsat import solve_cpsat
@@ -137,7 +163,7 @@ def free_size(a) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="what", required=True)
-    for name in ("windows", "realize", "free-size"):
+    for name in ("windows", "realize", "free-size", "cuts"):
         p = sub.add_parser(name)
         p.add_argument("graph", choices=sorted(GRAPHS))
         p.add_argument("ratio", type=float)
@@ -148,12 +174,15 @@ def main(argv=None) -> int:
         if name == "realize":
             p.add_argument("--time-limit", type=float, default=300.0)
             p.add_argument("--max-perm", type=int, default=7)
+        if name == "cuts":
+            p.add_argument("--time-limit", type=float, default=1200.0)
+            p.add_argument("--below", type=float, default=None, help="a known schedule's compute")
         if name == "free-size":
             p.add_argument("--max-downsets", type=int, default=100_000)
             p.add_argument("--solve-s", type=float, default=0.0)
             p.add_argument("--no-presolve", action="store_true")
     a = ap.parse_args(argv)
-    {"windows": windows, "realize": realize, "free-size": free_size}[a.what](a)
+    {"windows": windows, "realize": realize, "free-size": free_size, "cuts": cuts}[a.what](a)
     return 0
 
 

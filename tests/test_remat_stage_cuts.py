@@ -136,3 +136,31 @@ def test_below_a_known_schedule():
         assert evaluate(g, above.schedule).compute == pytest.approx(ref.compute)
         seen["optimal"] += 1
     assert min(seen.values()) > 200
+
+
+def test_the_driver_with_stage_cuts_claims_only_what_holds():
+    """``solve_remat(order="given", cap=1)`` runs the relaxation with stage cuts (cp.
+    ``_given_relaxation``) on the instances where the first relaxation optimum is not a
+    schedule: its answer is the referee's (optimal at the class optimum, or infeasible)."""
+    from memsched.formulations.problems import first_computations_follow
+    from memsched.solvers.remat.dispatch import solve_remat
+
+    used = checked = 0
+    for seed, g, B in _instances():
+        if checked >= 25:
+            break
+        first = given_relaxation_with_cuts(g, B, [1] * g.n_ops, time_limit=30)
+        if first.rounds < 2:
+            continue
+        checked += 1
+        truth = remat(g, B, cap=1, order="given")
+        res = solve_remat(g, B, method="cp", cap=1, order="given", time_limit=60, workers=1)
+        used += "stage_cuts" in res.params.get("given_relaxation", {})
+        if truth.compute is None:
+            assert res.schedule is None and res.status == "infeasible", (seed, res.status, res.message)
+            continue
+        assert res.status == "optimal" and res.compute == pytest.approx(truth.compute), (seed, res.status, res.compute,
+                                                                                         truth.compute, res.message)
+        ev = evaluate(g, res.schedule)
+        assert ev.peak <= B and max(ev.compute_counts) <= 2 and first_computations_follow(g, res.schedule)
+    assert checked == 25 and used >= 2, (checked, used)

@@ -619,11 +619,18 @@ def _given_relaxation(s: _Solve) -> SolveResult | None:
     upto = evaluate(g, s.hint).compute - s.baseline
     form = ("compact" if compact else "expanded") + ("" if window is None else f", stages {window[0]}..{window[1]}")
     s.say("bounds", f"given-order stage relaxation ({form})")
-    rb = given_relaxation_bound(g, s.B, s.ecaps, upto=upto, hint=s.hint, time_limit=RELAX_SHARE * s.left(),
-                                workers=s.workers, seed=s.seed, build_limit=RELAX_BUILD_SHARE * s.left(),
-                                compact=compact, window=window)
+    if not compact and window is None and all(c <= 1 for c in s.ecaps):
+        form += ", stage cuts"
+        s.say("bounds", "with stage no-good cuts (cap 1; docs/remat.md, \"Stage no-good cuts\")")
+        rb, cuts = _relaxation_with_cuts(s, upto)
+    else:
+        rb, cuts = given_relaxation_bound(g, s.B, s.ecaps, upto=upto, hint=s.hint, time_limit=RELAX_SHARE * s.left(),
+                                          workers=s.workers, seed=s.seed, build_limit=RELAX_BUILD_SHARE * s.left(),
+                                          compact=compact, window=window), None
     s.params["given_relaxation"] = {"extra": rb.extra, "complete": rb.complete, "s": round(time.perf_counter() - t, 3),
                                     "form": form, "checks": [list(c) for c in rb.checks]}
+    if cuts is not None:
+        s.params["given_relaxation"]["stage_cuts"] = {"rounds": cuts.rounds, "cuts": cuts.cuts, "status": cuts.status}
     if window is not None:
         s.params["given_relaxation"]["whole"] = why
     s.floor = max(s.floor, rb.lower_bound)
@@ -635,9 +642,29 @@ def _given_relaxation(s: _Solve) -> SolveResult | None:
     if same_value(s.floor, evaluate(g, s.hint).compute, "compute"):
         return s.result(s.hint, status=Status.OPTIMAL, objective="compute", lower_bound=s.floor,
                         extra={"time_to_best_s": round(s.hint_time, 3)},
-                        message="the given-order stage relaxation meets the schedule (docs/remat.md)",
+                        message="the given-order stage relaxation" + (" with stage cuts" if cuts is not None else "")
+                        + " meets the schedule (docs/remat.md)",
                         stop="the given-order stage relaxation's bound meets the schedule (bound met)")
     return None
+
+
+def _relaxation_with_cuts(s: _Solve, upto: float):
+    """The expanded relaxation solved with stage no-good cuts (``stage_cuts.
+    given_relaxation_with_cuts``, caps of at most 1), only for solutions cheaper than the hint
+    (extra compute ``upto``); returned as a ``ThresholdBound`` (a schedule when one was found)
+    and the loop's outcome. "below-optimal" (nothing cheaper than the hint) proves the hint's
+    compute as the bound; "optimal" the schedule found."""
+    from memsched.solvers.remat.proofs import ThresholdBound
+    from memsched.solvers.remat.stage_cuts import given_relaxation_with_cuts
+
+    out = given_relaxation_with_cuts(s.graph, s.B, s.ecaps, below=upto, hint=s.hint, time_limit=RELAX_SHARE * s.left(),
+                                     workers=s.workers, seed=s.seed, build_limit=RELAX_BUILD_SHARE * s.left(),
+                                     progress=lambda e: s.say("bounds", f"stage cuts, round {e[0]}: {e[1]} ({e[2]:.1f} s)"))
+    rb = ThresholdBound(baseline=s.baseline, extra=out.extra, complete=out.status != "bound", schedule=out.schedule)
+    rb.checks = [[float(e[0]), e[1], e[2]] for e in out.log]
+    if out.status == "infeasible":  # only without a hint, which this driver always has
+        rb.infeasible = True
+    return rb, out
 
 
 def _tail_window(s: _Solve, size: dict, room: float, r_room: float) -> tuple[int, int] | None:

@@ -212,7 +212,8 @@ class CutsOutcome:
 
 def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | None = None, hint=None,
                                time_limit: float = 60.0, workers: int = 1, seed: int = 0,
-                               max_nodes: int = 200_000, params: dict | None = None, progress=None) -> CutsOutcome:
+                               max_nodes: int = 200_000, params: dict | None = None, progress=None,
+                               build_limit: float | None = None) -> CutsOutcome:
     """The expanded given-order relaxation, solved again and again with stage no-good cuts.
 
     ``caps``: every cap 0 or 1. ``below``: the extra compute of a known schedule of the class
@@ -224,7 +225,7 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
     that recomputes nothing uselessly, so its objective bound is a bound for the class).
     """
     from memsched.formulations import evaluate
-    from memsched.formulations.remat_given_relax import build_given_relaxation
+    from memsched.formulations.remat_given_relax import BuildDeadline, build_given_relaxation
     from memsched.solvers.engines.cpsat import solve_cpsat
     from memsched.solvers.remat.local_search import schedule_from_sequence
     from memsched.solvers.remat.proofs import RELAX_SUBSOLVERS, _stop_if_interrupted
@@ -237,7 +238,12 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
         out.status = "infeasible"
         out.log.append((0, "the graph inputs alone exceed B", 0.0))
         return out
-    rx = build_given_relaxation(graph, B, [int(c) for c in caps])
+    try:
+        rx = build_given_relaxation(graph, B, [int(c) for c in caps],
+                                    deadline=None if build_limit is None else t0 + build_limit)
+    except BuildDeadline as e:
+        out.log.append((0, f"relaxation not built: {e.args[0]}", round(time.perf_counter() - t0, 3)))
+        return out
     cuts = StageCuts(rx, B, max_nodes=max_nodes)
     out.relaxation = rx
     div = rx.cost_div
