@@ -16,7 +16,8 @@ B = floor(r x P) with P the given order's peak.
   cuts (solvers/remat/stage_cuts.py; docs/remat.md, "Stage no-good cuts"), only for schedules
   of compute below C when given: "below-optimal" proves that no schedule of the given-order
   class with cap 1 has compute < C; "optimal" comes with a schedule (re-checked here by the
-  evaluator). Prints each round.
+  evaluator). Prints each round. ``--feasibility``: no objective, the first schedule within B
+  or a refutation of B for the class; ``--compact``: the compact form.
 * ``free-size GRAPH R``: builds the free-order down-set relaxation (docs/remat.md,
   "Free-order stage relaxation") without the driver's limit on down-sets and prints its
   size; ``--solve-s S`` then runs CP-SAT on it as a feasibility test (``--workers``,
@@ -134,7 +135,8 @@ def cuts(a) -> None:
           + ("" if a.below is None else f", schedules of compute < {a.below:g} only"), flush=True)
     t = time.perf_counter()
     out = given_relaxation_with_cuts(g, B, [1] * g.n_ops, below=None if a.below is None else a.below - base,
-                                     time_limit=a.time_limit, workers=a.workers,
+                                     time_limit=a.time_limit, workers=a.workers, objective=not a.feasibility,
+                                     compact=a.compact,
                                      progress=lambda e: print(f"  round {e[0]}: {e[1]} ({e[2]:.1f} s)", flush=True))
     print(f"  {out.status}: compute >= {base + out.extra:g} ({out.rounds} rounds, {out.cuts} cuts, "
           f"{time.perf_counter() - t:.1f} s)")
@@ -177,6 +179,9 @@ def main(argv=None) -> int:
         if name == "cuts":
             p.add_argument("--time-limit", type=float, default=1200.0)
             p.add_argument("--below", type=float, default=None, help="a known schedule's compute")
+            p.add_argument("--feasibility", action="store_true",
+                           help="no objective: stop at the first schedule within B (or a refutation)")
+            p.add_argument("--compact", action="store_true", help="the relaxation's compact form")
         if name == "free-size":
             p.add_argument("--max-downsets", type=int, default=100_000)
             p.add_argument("--solve-s", type=float, default=0.0)

@@ -164,3 +164,29 @@ def test_the_driver_with_stage_cuts_claims_only_what_holds():
         ev = evaluate(g, res.schedule)
         assert ev.peak <= B and max(ev.compute_counts) <= 2 and first_computations_follow(g, res.schedule)
     assert checked == 25 and used >= 2, (checked, used)
+
+
+def test_the_feasibility_loop_finds_a_schedule_exactly_when_the_class_has_one():
+    """``objective=False`` (any costs, either form): "feasible" with a schedule of the class
+    within B, or "infeasible" exactly where the referee finds no schedule."""
+    from memsched.formulations.problems import first_computations_follow
+
+    seen = {"feasible": 0, "infeasible": 0, "rounds>1": 0}
+    for seed in range(900):
+        g, _ = random_tiny_graph(seed, max_ops=8, min_ops=6)
+        lo, hi = budget_range(g)
+        for B in sorted({lo + (hi - lo) * k // 8 for k in range(3)}):
+            if B - g.always_resident() < 0:
+                continue
+            truth = remat(g, B, cap=1, order="given")
+            out = given_relaxation_with_cuts(g, B, [1] * g.n_ops, objective=False, compact=seed % 2 == 1,
+                                             time_limit=30)
+            seen["rounds>1"] += out.rounds > 1
+            if truth.compute is None:
+                assert out.status == "infeasible", (seed, B, out.status, out.log)
+            else:
+                assert out.status == "feasible", (seed, B, out.status, out.log)
+                ev = evaluate(g, out.schedule)
+                assert ev.peak <= B and max(ev.compute_counts) <= 2 and first_computations_follow(g, out.schedule)
+            seen[out.status] += 1
+    assert seen["feasible"] > 500 and seen["infeasible"] > 300 and seen["rounds>1"] >= 30, seen

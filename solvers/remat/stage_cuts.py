@@ -198,7 +198,8 @@ class StageCuts:
 class CutsOutcome:
     """What :func:`given_relaxation_with_cuts` proved."""
 
-    status: str = "bound"  # "optimal": ``schedule`` is optimal in the class; "below-optimal": no
+    status: str = "bound"  # "optimal": ``schedule`` is optimal in the class; "feasible" (no
+    # objective): ``schedule`` fits B, nothing more is claimed; "below-optimal": no
     # schedule of the class beats ``below`` (the caller's schedule is optimal); "infeasible": no
     # schedule of the class fits B; "bound": only ``extra`` is proven
     extra: float = 0.0  # proven extra compute over the baseline (a lower bound for the class)
@@ -213,7 +214,8 @@ class CutsOutcome:
 def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | None = None, hint=None,
                                time_limit: float = 60.0, workers: int = 1, seed: int = 0,
                                max_nodes: int = 200_000, params: dict | None = None, progress=None,
-                               build_limit: float | None = None) -> CutsOutcome:
+                               build_limit: float | None = None, objective: bool = True,
+                               compact: bool = False) -> CutsOutcome:
     """The expanded given-order relaxation, solved again and again with stage no-good cuts.
 
     ``caps``: every cap 0 or 1. ``below``: the extra compute of a known schedule of the class
@@ -221,8 +223,14 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
     :class:`CutsOutcome`: status "optimal" with a ``schedule`` when an optimal solution's stages
     all run (or no solution below a schedule found here is left), "below-optimal" when no
     solution below ``below`` is left, "infeasible" when no solution is left, else "bound": the
-    best bound proven (each round's relaxation, cuts included, still holds every schedule of the class
-    that recomputes nothing uselessly, so its objective bound is a bound for the class).
+    best bound proven (each round's relaxation, cuts included, still holds every schedule of the
+    class that recomputes nothing uselessly, so its objective bound is a bound for the class).
+
+    ``build_limit``: seconds the build may take (past them: "bound" at 0). ``objective=False``:
+    a feasibility question (any costs; ``below`` ignored): the loop stops at the first solution
+    whose stages all run, status "feasible" with that schedule (a schedule of the class within
+    B, nothing claimed about its compute), or at "infeasible" (no schedule of the class fits
+    B). ``compact``: the relaxation's compact form (the same variables, so the same cuts).
     """
     from memsched.formulations import evaluate
     from memsched.formulations.remat_given_relax import BuildDeadline, build_given_relaxation
@@ -230,6 +238,8 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
     from memsched.solvers.remat.local_search import schedule_from_sequence
     from memsched.solvers.remat.proofs import RELAX_SUBSOLVERS, _stop_if_interrupted
 
+    if not objective:
+        below = None
     if any(c is None or c > 1 for c in caps):
         raise ValueError("stage cuts need caps of at most 1")
     t0 = time.perf_counter()
@@ -239,7 +249,7 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
         out.log.append((0, "the graph inputs alone exceed B", 0.0))
         return out
     try:
-        rx = build_given_relaxation(graph, B, [int(c) for c in caps],
+        rx = build_given_relaxation(graph, B, [int(c) for c in caps], objective=objective, compact=compact,
                                     deadline=None if build_limit is None else t0 + build_limit)
     except BuildDeadline as e:
         out.log.append((0, f"relaxation not built: {e.args[0]}", round(time.perf_counter() - t0, 3)))
@@ -263,10 +273,12 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
         left = time_limit - (time.perf_counter() - t0)
         if left < 0.1:
             break
-        if lb > 0:
+        if lb > 0 and objective:
             rx.model.Add(rx.objective_expr >= lb)
+        # a pure Boolean model with a sum objective: the LP-heavy and core-based workers (as in
+        # proofs.given_relaxation_bound); a feasibility question: CP-SAT's default portfolio
         run = solve_cpsat(rx.model, time_limit=left, workers=int(workers), seed=seed, name="remat-given-cuts",
-                          params={"subsolvers": list(RELAX_SUBSOLVERS), **(params or {})})
+                          params={**({"subsolvers": list(RELAX_SUBSOLVERS)} if objective else {}), **(params or {})})
         _stop_if_interrupted(run)
         out.rounds += 1
         if run.status == "infeasible":
@@ -280,7 +292,7 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
             break
         if not run.has_solution:
             break
-        bound = run.solver.BestObjectiveBound()
+        bound = run.solver.BestObjectiveBound() if objective else 0.0
         if math.isfinite(bound):
             lb = max(lb, math.ceil(bound - 1e-6))
         out.extra = float(lb * div)
@@ -313,6 +325,9 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
                 raise SolverDisagreement(f"stage cuts: every stage runs within B = {B}, but the schedule peaks at {ev.peak}")
             out.schedule = sched
             note(out.rounds, what + f"; a schedule of compute {ev.compute:g}", round(time.perf_counter() - t0, 3))
+            if not objective:
+                out.status = "feasible"
+                break
             if optimal:
                 out.status = "optimal"
                 out.extra = ev.compute - graph.total_cost()
