@@ -101,6 +101,10 @@ STAGE_SHARE_FITTING = 0.3
 # given-order class, compute objective) once the relaxations and the witness search have not
 # closed the row: a cheaper hint for the slices and the main model.
 POLISH_SHARE = 0.25
+# The given-order relaxation runs with stage no-good cuts (solvers/remat/stage_cuts.py) where
+# every cap is at most 1 and the expanded form builds; False: one solve of the relaxation, as
+# before 2026-12-05 (kept for the side-by-side in benchmarks/bench_remat_stage_cuts.py).
+STAGE_CUTS = True
 # Share of the time left given to the free-order stage relaxation (free order, several orders, finite caps).
 FREE_RELAX_SHARE = 0.8
 # The "free after last use" dominance rule in the slot model (docs/remat.md): off, since it
@@ -619,7 +623,7 @@ def _given_relaxation(s: _Solve) -> SolveResult | None:
     upto = evaluate(g, s.hint).compute - s.baseline
     form = ("compact" if compact else "expanded") + ("" if window is None else f", stages {window[0]}..{window[1]}")
     s.say("bounds", f"given-order stage relaxation ({form})")
-    if not compact and window is None and all(c <= 1 for c in s.ecaps):
+    if STAGE_CUTS and not compact and window is None and all(c <= 1 for c in s.ecaps):
         form += ", stage cuts"
         s.say("bounds", "with stage no-good cuts (cap 1; docs/remat.md, \"Stage no-good cuts\")")
         rb, cuts = _relaxation_with_cuts(s, upto)
