@@ -337,6 +337,18 @@ def write_section(res: dict, cmd: str, time_limit, workers) -> None:
                          f"{'bound' if d.get('value') is not None else 'schedule'} | {rxs} | "
                          f"{(d.get('message') or '').replace('|', '/')[:120]} |")
         lines.append("")
+        longer = ROOT / "benchmarks" / "results" / "remat_stage_cuts.json"
+        if longer.exists():  # open rows decided with a longer limit (bench_remat_stage_cuts.py)
+            data = json.loads(longer.read_text())
+            later = {(row["graph"], row["r"]): row["with"] for row in data["rows"]}
+            for g, r, _d in open_rows:
+                w = later.get((g, r))
+                if w and w["status"] in ("optimal", "infeasible"):
+                    lines.append(f"* {g} {r:g}: decided with a {data['time_limit']:g} s limit in the section \"Given "
+                                 f"order with stage no-good cuts\": {w['status']}"
+                                 + (f" at {_v(w['compute'])}" if w["compute"] is not None else "")
+                                 + f" in {w['wall_s']} s ({data['started']} UTC).")
+            lines.append("")
     runs = [((g, r, t), res[(g, r, t)]) for g, r in keys for t in ("run:given", "run:free") if (g, r, t) in res]
     if runs:
         lines += ["### The schedules run (`memsched run`, numpy)", "",
