@@ -17,7 +17,9 @@ B = floor(r x P) with P the given order's peak.
   of compute below C when given: "below-optimal" proves that no schedule of the given-order
   class with cap 1 has compute < C; "optimal" comes with a schedule (re-checked here by the
   evaluator). Prints each round. ``--feasibility``: no objective, the first schedule within B
-  or a refutation of B for the class; ``--compact``: the compact form.
+  or a refutation of B for the class; ``--compact``: the compact form; ``--order-from FILE``:
+  the class of the order of first computations of a stored schedule instead of the given order
+  (a schedule found there is a free-order schedule; B stays that of the given order).
 * ``free-size GRAPH R``: builds the free-order down-set relaxation (docs/remat.md,
   "Free-order stage relaxation") without the driver's limit on down-sets and prints its
   size; ``--solve-s S`` then runs CP-SAT on it as a feasibility test (``--workers``,
@@ -32,6 +34,7 @@ B = floor(r x P) with P the given order's peak.
 from __future__ import annotations
 
 import argparse
+import json
 import itertools
 import resource
 import sys
@@ -131,6 +134,12 @@ def cuts(a) -> None:
 
     g, B = _load(a.graph, a.ratio)
     base = g.total_cost()
+    if a.order_from:  # the class of another order: the first computations of a stored schedule
+        from memsched.formulations import Graph
+        events = json.loads(Path(a.order_from).read_text())["events"]  # [kind, operator or tensor name]
+        first = tuple(dict.fromkeys(x for kind, x in events if kind == "compute"))
+        g = Graph(g.ops, g.tensors, pinned=g.pinned, outputs=g.outputs, order=first, name=g.name)
+        print(f"given order: the first computations of {a.order_from} (B stays {B})")
     print(f"{a.graph} r={a.ratio} B={B} baseline {base:g}: relaxation with stage cuts"
           + ("" if a.below is None else f", schedules of compute < {a.below:g} only"), flush=True)
     t = time.perf_counter()
@@ -182,6 +191,9 @@ def main(argv=None) -> int:
             p.add_argument("--feasibility", action="store_true",
                            help="no objective: stop at the first schedule within B (or a refutation)")
             p.add_argument("--compact", action="store_true", help="the relaxation's compact form")
+            p.add_argument("--order-from", default=None, metavar="SCHEDULE_JSON",
+                           help="use the order of first computations of this stored schedule as the given order "
+                                "(its class lies in the free-order class)")
         if name == "free-size":
             p.add_argument("--max-downsets", type=int, default=100_000)
             p.add_argument("--solve-s", type=float, default=0.0)
