@@ -136,6 +136,9 @@ def cuts(a) -> None:
     base = g.total_cost()
     if a.order_from:  # the class of another order: the first computations of a stored schedule
         from memsched.formulations import Graph
+        if not Path(a.order_from).is_file():
+            print(f"probe: {a.order_from} not found", file=sys.stderr)
+            sys.exit(2)
         events = json.loads(Path(a.order_from).read_text())["events"]  # [kind, operator or tensor name]
         first = tuple(dict.fromkeys(x for kind, x in events if kind == "compute"))
         g = Graph(g.ops, g.tensors, pinned=g.pinned, outputs=g.outputs, order=first, name=g.name)
@@ -147,8 +150,8 @@ def cuts(a) -> None:
                                      time_limit=a.time_limit, workers=a.workers, objective=not a.feasibility,
                                      compact=a.compact,
                                      progress=lambda e: print(f"  round {e[0]}: {e[1]} ({e[2]:.1f} s)", flush=True))
-    print(f"  {out.status}: compute >= {base + out.extra:g} ({out.rounds} rounds, {out.cuts} cuts, "
-          f"{time.perf_counter() - t:.1f} s)")
+    proven = "" if out.status in ("undecided", "feasible", "infeasible") else f": compute >= {base + out.extra:g}"
+    print(f"  {out.status}{proven} ({out.rounds} rounds, {out.cuts} cuts, {time.perf_counter() - t:.1f} s)")
     if out.schedule is not None:
         ev = evaluate(g, out.schedule)
         print(f"  schedule: compute {ev.compute:g}, peak {ev.peak} (B {B}), at most "

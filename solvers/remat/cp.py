@@ -663,7 +663,8 @@ def _relaxation_with_cuts(s: _Solve, upto: float):
 
     out = given_relaxation_with_cuts(s.graph, s.B, s.ecaps, below=upto, hint=s.hint, time_limit=RELAX_SHARE * s.left(),
                                      workers=s.workers, seed=s.seed, build_limit=RELAX_BUILD_SHARE * s.left(),
-                                     progress=lambda e: s.say("bounds", f"stage cuts, round {e[0]}: {e[1]} ({e[2]:.1f} s)"))
+                                     progress=lambda e: s.say("bounds", f"stage cuts, round {e[0]}: {e[1]} ({e[2]:.1f} s)"),
+                                     on_bound=lambda extra: setattr(s, "floor", max(s.floor, s.baseline + extra)))
     rb = ThresholdBound(baseline=s.baseline, extra=out.extra, complete=out.status != "bound", schedule=out.schedule)
     rb.checks = [[float(e[0]), e[1], e[2]] for e in out.log]
     if out.status == "infeasible":  # only without a hint, which this driver always has

@@ -201,7 +201,8 @@ class CutsOutcome:
     status: str = "bound"  # "optimal": ``schedule`` is optimal in the class; "feasible" (no
     # objective): ``schedule`` fits B, nothing more is claimed; "below-optimal": no
     # schedule of the class beats ``below`` (the caller's schedule is optimal); "infeasible": no
-    # schedule of the class fits B; "bound": only ``extra`` is proven
+    # schedule of the class fits B; "bound": only ``extra`` is proven; "undecided" (no objective):
+    # neither a schedule nor a refutation
     extra: float = 0.0  # proven extra compute over the baseline (a lower bound for the class)
     schedule: object = None  # the best schedule found (compute baseline + its extra), or None
     rounds: int = 0
@@ -215,7 +216,7 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
                                time_limit: float = 60.0, workers: int = 1, seed: int = 0,
                                max_nodes: int = 200_000, params: dict | None = None, progress=None,
                                build_limit: float | None = None, objective: bool = True,
-                               compact: bool = False) -> CutsOutcome:
+                               compact: bool = False, on_bound=None) -> CutsOutcome:
     """The expanded given-order relaxation, solved again and again with stage no-good cuts.
 
     ``caps``: every cap 0 or 1. ``below``: the extra compute of a known schedule of the class
@@ -230,7 +231,9 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
     a feasibility question (any costs; ``below`` ignored): the loop stops at the first solution
     whose stages all run, status "feasible" with that schedule (a schedule of the class within
     B, nothing claimed about its compute), or at "infeasible" (no schedule of the class fits
-    B). ``compact``: the relaxation's compact form (the same variables, so the same cuts).
+    B); out of time: "undecided". ``compact``: the relaxation's compact form (the same variables, so the same cuts).
+    ``on_bound(extra)`` is called with each round's proven extra compute (with ``below``: for
+    the schedules cheaper than ``below``; ``extra < below`` whenever a round has a solution).
     """
     from memsched.formulations import evaluate
     from memsched.formulations.remat_given_relax import BuildDeadline, build_given_relaxation
@@ -296,6 +299,8 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
         if math.isfinite(bound):
             lb = max(lb, math.ceil(bound - 1e-6))
         out.extra = float(lb * div)
+        if on_bound is not None and objective:
+            on_bound(out.extra)  # a bound proven so far: the caller keeps it if a later round is interrupted
         value = run.solver.BooleanValue
         seq, bad, undecided = [], [], 0
         for i in range(len(pi) + 1):
@@ -314,8 +319,8 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
             if i < len(pi):
                 seq.append(pi[i])
         optimal = run.status == "optimal"
-        what = (f"relaxation {run.status}, extra >= {lb * div:g}, {len(bad)} stage(s) cannot run, "
-                f"{undecided} undecided")
+        what = (f"relaxation {run.status}, extra >= {lb * div:g}" if objective else "a relaxation solution") + \
+            f", {len(bad)} stage(s) cannot run, {undecided} undecided"
         if not bad and not undecided:
             sched = schedule_from_sequence(graph, seq)
             ev = evaluate(graph, sched)
@@ -347,4 +352,6 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
             rx.model.AddHint(var, run.solver.BooleanValue(var))
         out.cuts = cuts.cuts
         out.undecided_stages = undecided
+    if not objective and out.status == "bound":
+        out.status = "undecided"  # a feasibility question left open: no bound is claimed
     return out
