@@ -99,7 +99,10 @@ def test_the_cut_loop_reaches_the_given_order_optimum():
     counts = {"optimal": 0, "infeasible": 0, "rounds>1": 0, "gap closed": 0}  # gap closed: rounds > 1, optimal
     for seed, g, B in _instances():
         ref = remat(g, B, cap=1, order="given")
-        out = given_relaxation_with_cuts(g, B, [1] * g.n_ops, time_limit=30)
+        bounds: list = []
+        out = given_relaxation_with_cuts(g, B, [1] * g.n_ops, time_limit=30, on_bound=bounds.append)
+        if ref.compute is not None:  # every bound reported along the way holds for the class
+            assert all(g.total_cost() + b <= ref.compute + 1e-6 for b in bounds), (seed, bounds, ref.compute)
         if out.rounds > 1:
             counts["rounds>1"] += 1
         if ref.compute is None:
