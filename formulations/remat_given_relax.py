@@ -137,6 +137,12 @@ class GivenRelaxation:
             self.model.AddHint(var, vals[var.Index()])
         return True
 
+    def hint_solution(self, boolean) -> None:
+        """Replace the model's hint by a solution's values (``boolean``: the solver's accessor)."""
+        self.model.ClearHints()
+        for var in list(self.R.values()) + [v for v in self.S.values() if not _is_constant(v)] + list(self.T.values()):
+            self.model.AddHint(var, boolean(var))
+
     def decode(self, boolean) -> dict:
         """{stage: [operators recomputed in it]} of a solution (``boolean``: the solver's accessor)."""
         out: dict = {}

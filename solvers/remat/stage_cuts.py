@@ -346,10 +346,7 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
             break  # nothing to cut and nothing proven beyond the bound
         lens = [cuts.add_cut(st) for st in bad]
         note(out.rounds, what + f"; cuts of {lens} literals", round(time.perf_counter() - t0, 3))
-        # the next round starts from this solution (it breaks only the new cuts)
-        rx.model.ClearHints()
-        for var in list(rx.R.values()) + [v for v in rx.S.values() if not isinstance(v, int)] + list(rx.T.values()):
-            rx.model.AddHint(var, run.solver.BooleanValue(var))
+        rx.hint_solution(value)  # the next round starts from this solution (it breaks only the new cuts)
         out.cuts = cuts.cuts
         out.undecided_stages = undecided
     if not objective and out.status == "bound":
