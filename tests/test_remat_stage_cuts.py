@@ -143,30 +143,28 @@ def test_below_a_known_schedule():
 
 def test_the_driver_with_stage_cuts_claims_only_what_holds():
     """``solve_remat(order="given", cap=1)`` runs the relaxation with stage cuts (cp.
-    ``_given_relaxation``) on the instances where the first relaxation optimum is not a
-    schedule: its answer is the referee's (optimal at the class optimum, or infeasible)."""
+    ``_given_relaxation``) wherever the warm starts leave a row open: on the first 600
+    instances its answer is the referee's (optimal at the class optimum, or infeasible), with
+    a schedule of the class within B. (Seen red with the loop's bound replaced by the hint's
+    extra compute: 47 wrong "optimal" answers.)"""
     from memsched.formulations.problems import first_computations_follow
     from memsched.solvers.remat.dispatch import solve_remat
 
-    used = checked = 0
-    for seed, g, B in _instances():
-        if checked >= 25:
+    used = 0
+    for k, (seed, g, B) in enumerate(_instances()):
+        if k >= 600:
             break
-        first = given_relaxation_with_cuts(g, B, [1] * g.n_ops, time_limit=30)
-        if first.rounds < 2:
-            continue
-        checked += 1
         truth = remat(g, B, cap=1, order="given")
         res = solve_remat(g, B, method="cp", cap=1, order="given", time_limit=60, workers=1)
         used += "stage_cuts" in res.params.get("given_relaxation", {})
         if truth.compute is None:
-            assert res.schedule is None and res.status == "infeasible", (seed, res.status, res.message)
+            assert res.schedule is None and res.status == "infeasible", (seed, B, res.status, res.message)
             continue
-        assert res.status == "optimal" and res.compute == pytest.approx(truth.compute), (seed, res.status, res.compute,
-                                                                                         truth.compute, res.message)
+        assert res.status == "optimal" and res.compute == pytest.approx(truth.compute), (seed, B, res.status,
+                                                                                         res.compute, truth.compute)
         ev = evaluate(g, res.schedule)
         assert ev.peak <= B and max(ev.compute_counts) <= 2 and first_computations_follow(g, res.schedule)
-    assert checked == 25 and used >= 2, (checked, used)
+    assert used >= 50, used
 
 
 def test_the_feasibility_loop_finds_a_schedule_exactly_when_the_class_has_one():
