@@ -19,7 +19,9 @@ B = floor(r x P) with P the given order's peak.
   evaluator). Prints each round. ``--feasibility``: no objective, the first schedule within B
   or a refutation of B for the class; ``--compact``: the compact form; ``--order-from FILE``:
   the class of the order of first computations of a stored schedule instead of the given order
-  (a schedule found there is a free-order schedule; B stays that of the given order).
+  (a schedule found there is a free-order schedule; B stays that of the given order);
+  ``--window A``: only the stages A..n (docs/remat.md, "Stage cuts on a window": "infeasible"
+  still refutes the class, nothing else is claimed); ``--max-nodes N``: the stage search's limit.
 * ``free-size GRAPH R``: builds the free-order down-set relaxation (docs/remat.md,
   "Free-order stage relaxation") without the driver's limit on down-sets and prints its
   size; ``--solve-s S`` then runs CP-SAT on it as a feasibility test (``--workers``,
@@ -30,6 +32,8 @@ B = floor(r x P) with P the given order's peak.
     .venv/bin/python benchmarks/probe_remat_open_rows.py realize rl_n100 0.7 --time-limit 300
     .venv/bin/python benchmarks/probe_remat_open_rows.py free-size rl_n100 0.6
     .venv/bin/python benchmarks/probe_remat_open_rows.py cuts rl_n100 0.7 --below 51202 --time-limit 1200
+    .venv/bin/python benchmarks/probe_remat_open_rows.py cuts rl_n250 0.6 --feasibility --window 245 \
+        --max-nodes 2000 --workers 1 --time-limit 600
 """
 from __future__ import annotations
 
@@ -148,7 +152,8 @@ def cuts(a) -> None:
     t = time.perf_counter()
     out = given_relaxation_with_cuts(g, B, [1] * g.n_ops, below=None if a.below is None else a.below - base,
                                      time_limit=a.time_limit, workers=a.workers, objective=not a.feasibility,
-                                     compact=a.compact,
+                                     compact=a.compact, max_nodes=a.max_nodes,
+                                     window=None if a.window is None else (a.window, g.n_ops),
                                      progress=lambda e: print(f"  round {e[0]}: {e[1]} ({e[2]:.1f} s)", flush=True))
     proven = "" if out.status in ("undecided", "feasible", "infeasible") else f": compute >= {base + out.extra:g}"
     print(f"  {out.status}{proven} ({out.rounds} rounds, {out.cuts} cuts, {time.perf_counter() - t:.1f} s)")
@@ -197,6 +202,9 @@ def main(argv=None) -> int:
             p.add_argument("--order-from", default=None, metavar="SCHEDULE_JSON",
                            help="use the order of first computations of this stored schedule as the given order "
                                 "(its class lies in the free-order class)")
+            p.add_argument("--window", type=int, default=None, metavar="A",
+                           help="only the stages A..n: 'infeasible' refutes the class, nothing else is claimed")
+            p.add_argument("--max-nodes", type=int, default=200_000, help="states per stage search")
         if name == "free-size":
             p.add_argument("--max-downsets", type=int, default=100_000)
             p.add_argument("--solve-s", type=float, default=0.0)

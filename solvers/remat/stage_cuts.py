@@ -37,7 +37,8 @@ class StageLimit(Exception):
     """:func:`realize_stage` explored ``max_nodes`` states without deciding."""
 
 
-def realize_stage(g: Graph, room: int, start, ops, end, *, max_nodes: int = 200_000) -> list | None:
+def realize_stage(g: Graph, room: int, start, ops, end, *, max_nodes: int = 200_000,
+                  deadline: float | None = None) -> list | None:
     """An order of a subset of ``ops`` that runs one stage within ``room`` bytes (the budget
     minus the always-resident bytes), or None when no subset in any order does.
 
@@ -52,7 +53,8 @@ def realize_stage(g: Graph, room: int, start, ops, end, *, max_nodes: int = 200_
     sequence, and none of its outputs is resident before it runs, as the evaluator requires).
     A state whose demands are all in ``start`` is reached. Failed states are remembered.
 
-    Raises :class:`StageLimit` after ``max_nodes`` states. O(states x |ops| x degree).
+    Raises :class:`StageLimit` after ``max_nodes`` states, or once ``time.perf_counter()`` passes
+    ``deadline`` (checked every 256 states). O(states x |ops| x degree).
     """
     keep = g.always_resident_idx()
     size, ws = g.size, g.workspace
@@ -72,6 +74,8 @@ def realize_stage(g: Graph, room: int, start, ops, end, *, max_nodes: int = 200_
         nodes[0] += 1
         if nodes[0] > max_nodes:
             raise StageLimit(f"stage search passed {max_nodes} states")
+        if deadline is not None and not nodes[0] & 255 and time.perf_counter() > deadline:
+            raise StageLimit("stage search reached its deadline")
         missing = need - start
         # an operator that makes a demanded tensor not in start is needed at some point; try those
         # first, then those that make a demanded tensor again (freeing its start copy earlier)
@@ -108,6 +112,7 @@ class StageCuts:
     def __init__(self, rx, B: int, *, max_nodes: int = 200_000):
         g = rx.graph
         self.rx, self.g, self.max_nodes = rx, g, max_nodes
+        self.deadline: float | None = None  # a time.perf_counter() value: searches past it give up
         self.n = len(rx.order)
         self.keep = g.always_resident_idx()
         self.room = B - g.always_resident()
@@ -137,7 +142,8 @@ class StageCuts:
         return StageView(i, start, ops, fixed | kept, kept)
 
     def realize(self, st: StageView) -> list | None:
-        return realize_stage(self.g, self.room, st.start, st.ops, st.end, max_nodes=self.max_nodes)
+        return realize_stage(self.g, self.room, st.start, st.ops, st.end, max_nodes=self.max_nodes,
+                             deadline=self.deadline)
 
     def _closure(self, i: int, end) -> tuple[set, set]:
         """The operators of stage i (those with a literal) that can make a tensor demanded
@@ -157,6 +163,8 @@ class StageCuts:
         return ops, need
 
     def _still_fails(self, st: StageView) -> bool:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            return False  # out of time: the literal stays (the clause is valid either way)
         try:
             return self.realize(st) is None
         except StageLimit:
@@ -216,7 +224,7 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
                                time_limit: float = 60.0, workers: int = 1, seed: int = 0,
                                max_nodes: int = 200_000, params: dict | None = None, progress=None,
                                build_limit: float | None = None, objective: bool = True,
-                               compact: bool = False, on_bound=None) -> CutsOutcome:
+                               compact: bool = False, on_bound=None, window: tuple | None = None) -> CutsOutcome:
     """The expanded given-order relaxation, solved again and again with stage no-good cuts.
 
     ``caps``: every cap 0 or 1. ``below``: the extra compute of a known schedule of the class
@@ -234,6 +242,12 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
     B); out of time: "undecided". ``compact``: the relaxation's compact form (the same variables, so the same cuts).
     ``on_bound(extra)`` is called with each round's proven extra compute (with ``below``: for
     the schedules cheaper than ``below``; ``extra < below`` whenever a round has a solution).
+
+    ``window=(a, b)``: only the stages a..b (``build_given_relaxation``'s window; the cuts stay
+    valid, docs/remat.md "Stage cuts on a window"). "infeasible" then still refutes the whole
+    class, and with an objective each round's bound is still a bound for the class; but when
+    every stage of a solution runs, that is no schedule: the loop stops with "bound" (objective)
+    or "undecided" (feasibility) and no schedule. ``below`` is ignored with a window.
     """
     from memsched.formulations import evaluate
     from memsched.formulations.remat_given_relax import BuildDeadline, build_given_relaxation
@@ -241,7 +255,8 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
     from memsched.solvers.remat.local_search import schedule_from_sequence
     from memsched.solvers.remat.proofs import RELAX_SUBSOLVERS, _stop_if_interrupted
 
-    if not objective:
+    partial = window is not None and tuple(window) != (0, graph.n_ops)
+    if not objective or partial:
         below = None
     if any(c is None or c > 1 for c in caps):
         raise ValueError("stage cuts need caps of at most 1")
@@ -253,11 +268,13 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
         return out
     try:
         rx = build_given_relaxation(graph, B, [int(c) for c in caps], objective=objective, compact=compact,
-                                    deadline=None if build_limit is None else t0 + build_limit)
+                                    deadline=None if build_limit is None else t0 + build_limit,
+                                    window=tuple(window) if partial else None)
     except BuildDeadline as e:
         out.log.append((0, f"relaxation not built: {e.args[0]}", round(time.perf_counter() - t0, 3)))
         return out
     cuts = StageCuts(rx, B, max_nodes=max_nodes)
+    cuts.deadline = t0 + time_limit  # stage searches and cut strengthening stop with the time limit
     out.relaxation = rx
     div = rx.cost_div
     if below is not None:
@@ -266,6 +283,7 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
         rx.hint(hint)
     lb = 0
     pi = rx.order
+    first, last = rx.window if partial else (0, len(pi))
 
     def note(*entry):
         out.log.append(entry)
@@ -303,7 +321,7 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
             on_bound(out.extra)  # a bound proven so far: the caller keeps it if a later round is interrupted
         value = run.solver.BooleanValue
         seq, bad, undecided = [], [], 0
-        for i in range(len(pi) + 1):
+        for i in range(first, last + 1):
             st = cuts.view(value, i)
             if st.ops:
                 try:
@@ -321,6 +339,10 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
         optimal = run.status == "optimal"
         what = (f"relaxation {run.status}, extra >= {lb * div:g}" if objective else "a relaxation solution") + \
             f", {len(bad)} stage(s) cannot run, {undecided} undecided"
+        if not bad and not undecided and partial:
+            note(out.rounds, what + f"; every stage of the window {first}..{last} runs (no schedule)",
+                 round(time.perf_counter() - t0, 3))
+            break  # "bound" with an objective, "undecided" without
         if not bad and not undecided:
             sched = schedule_from_sequence(graph, seq)
             ev = evaluate(graph, sched)
