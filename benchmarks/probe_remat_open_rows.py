@@ -90,15 +90,14 @@ def realize(a) -> None:
     from memsched.formulations import evaluate
     from memsched.formulations.evaluator import ScheduleError
     from memsched.formulations.remat_given_relax import build_given_relaxation
-    from memsched.solvers.engines.cpsat import solve_cpsat
     from memsched.solvers.remat.local_search import schedule_from_sequence
-    from memsched.solvers.remat.proofs import RELAX_SUBSOLVERS
+    from memsched.solvers.remat.proofs import solve_relaxation
 
     g, B = _load(a.graph, a.ratio)
     t = time.perf_counter()
     rx = build_given_relaxation(g, B, [1] * g.n_ops)
-    run = solve_cpsat(rx.model, time_limit=a.time_limit, workers=a.workers, seed=0, name="probe-realize",
-                      params={"subsolvers": list(RELAX_SUBSOLVERS)})
+    run = solve_relaxation(rx.model, rx.objective_expr, time_limit=a.time_limit, workers=a.workers, seed=0,
+                           name="probe-realize")
     if not run.has_solution:
         print(f"{a.graph} r={a.ratio} B={B}: relaxation {run.status} after {time.perf_counter() - t:.1f} s")
         return

@@ -141,13 +141,26 @@ def test_below_a_known_schedule():
     assert min(seen.values()) > 200
 
 
+def _check_driver_answer(seed, g, B, res, truth) -> None:
+    """The driver's answer is the referee's: infeasible without a schedule, or optimal at the
+    referee's compute with a schedule of the class within B and the cap."""
+    from memsched.formulations.problems import first_computations_follow
+
+    if truth.compute is None:
+        assert res.schedule is None and res.status == "infeasible", (seed, B, res.status, res.message)
+        return
+    assert res.status == "optimal" and res.compute == pytest.approx(truth.compute), (seed, B, res.status,
+                                                                                     res.compute, truth.compute)
+    ev = evaluate(g, res.schedule)
+    assert ev.peak <= B and max(ev.compute_counts) <= 2 and first_computations_follow(g, res.schedule)
+
+
 def test_the_driver_with_stage_cuts_claims_only_what_holds():
     """``solve_remat(order="given", cap=1)`` runs the relaxation with stage cuts (cp.
     ``_given_relaxation``) wherever the warm starts leave a row open: on the first 600
     instances its answer is the referee's (optimal at the class optimum, or infeasible), with
     a schedule of the class within B. (Seen red with the loop's bound replaced by the hint's
     extra compute: 47 wrong "optimal" answers.)"""
-    from memsched.formulations.problems import first_computations_follow
     from memsched.solvers.remat.dispatch import solve_remat
 
     used = 0
@@ -157,13 +170,32 @@ def test_the_driver_with_stage_cuts_claims_only_what_holds():
         truth = remat(g, B, cap=1, order="given")
         res = solve_remat(g, B, method="cp", cap=1, order="given", time_limit=60, workers=1)
         used += "stage_cuts" in res.params.get("given_relaxation", {})
-        if truth.compute is None:
-            assert res.schedule is None and res.status == "infeasible", (seed, B, res.status, res.message)
-            continue
-        assert res.status == "optimal" and res.compute == pytest.approx(truth.compute), (seed, B, res.status,
-                                                                                         res.compute, truth.compute)
-        ev = evaluate(g, res.schedule)
-        assert ev.peak <= B and max(ev.compute_counts) <= 2 and first_computations_follow(g, res.schedule)
+        _check_driver_answer(seed, g, B, res, truth)
+    assert used >= 50, used
+
+
+def test_the_driver_with_stage_cuts_on_the_compact_form(monkeypatch):
+    """Where the expanded relaxation is too large for its build share the driver runs the cut
+    loop on the compact form (``cp.STAGE_CUTS_COMPACT``): forced here by reporting the
+    expanded form as huge, on all the instances (62 of about 2,800 reach the loop; the others
+    are decided before it) its answer is the referee's. (Seen red with the compact loop's bound
+    raised by one: wrong "optimal" answers.)"""
+    from memsched.solvers.remat import cp
+    from memsched.solvers.remat.dispatch import solve_remat
+
+    real = cp._relax_size
+
+    def huge(s):
+        return {**real(s), "terms": 10 ** 12}
+
+    monkeypatch.setattr(cp, "_relax_size", huge)
+    used = 0
+    for seed, g, B in _instances():
+        truth = remat(g, B, cap=1, order="given")
+        res = solve_remat(g, B, method="cp", cap=1, order="given", time_limit=60, workers=1)
+        form = res.params.get("given_relaxation", {}).get("form", "")
+        used += form == "compact, stage cuts"
+        _check_driver_answer(seed, g, B, res, truth)
     assert used >= 50, used
 
 

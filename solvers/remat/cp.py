@@ -105,6 +105,8 @@ POLISH_SHARE = 0.25
 # every cap is at most 1 and the expanded form builds; False: one solve of the relaxation, as
 # before 2026-12-05 (kept for the side-by-side in benchmarks/bench_remat_stage_cuts.py).
 STAGE_CUTS = True
+# ... also on the compact form (where the expanded one is too large for its build share).
+STAGE_CUTS_COMPACT = True
 # Share of the time left given to the free-order stage relaxation (free order, several orders, finite caps).
 FREE_RELAX_SHARE = 0.8
 # The "free after last use" dominance rule in the slot model (docs/remat.md): off, since it
@@ -623,10 +625,10 @@ def _given_relaxation(s: _Solve) -> SolveResult | None:
     upto = evaluate(g, s.hint).compute - s.baseline
     form = ("compact" if compact else "expanded") + ("" if window is None else f", stages {window[0]}..{window[1]}")
     s.say("bounds", f"given-order stage relaxation ({form})")
-    if STAGE_CUTS and not compact and window is None and all(c <= 1 for c in s.ecaps):
+    if STAGE_CUTS and window is None and (STAGE_CUTS_COMPACT or not compact) and all(c <= 1 for c in s.ecaps):
         form += ", stage cuts"
         s.say("bounds", "with stage no-good cuts (cap 1; docs/remat.md, \"Stage no-good cuts\")")
-        rb, cuts = _relaxation_with_cuts(s, upto)
+        rb, cuts = _relaxation_with_cuts(s, upto, compact)
     else:
         rb, cuts = given_relaxation_bound(g, s.B, s.ecaps, upto=upto, hint=s.hint, time_limit=RELAX_SHARE * s.left(),
                                           workers=s.workers, seed=s.seed, build_limit=RELAX_BUILD_SHARE * s.left(),
@@ -652,8 +654,8 @@ def _given_relaxation(s: _Solve) -> SolveResult | None:
     return None
 
 
-def _relaxation_with_cuts(s: _Solve, upto: float):
-    """The expanded relaxation solved with stage no-good cuts (``stage_cuts.
+def _relaxation_with_cuts(s: _Solve, upto: float, compact: bool = False):
+    """The relaxation (``compact``: its compact form) solved with stage no-good cuts (``stage_cuts.
     given_relaxation_with_cuts``, caps of at most 1), only for solutions cheaper than the hint
     (extra compute ``upto``); returned as a ``ThresholdBound`` (a schedule when one was found)
     and the loop's outcome. "below-optimal" (nothing cheaper than the hint) proves the hint's
@@ -663,6 +665,7 @@ def _relaxation_with_cuts(s: _Solve, upto: float):
 
     out = given_relaxation_with_cuts(s.graph, s.B, s.ecaps, below=upto, hint=s.hint, time_limit=RELAX_SHARE * s.left(),
                                      workers=s.workers, seed=s.seed, build_limit=RELAX_BUILD_SHARE * s.left(),
+                                     compact=compact,
                                      progress=lambda e: s.say("bounds", f"stage cuts, round {e[0]}: {e[1]} ({e[2]:.1f} s)"),
                                      on_bound=lambda extra: setattr(s, "floor", max(s.floor, s.baseline + extra)))
     rb = ThresholdBound(baseline=s.baseline, extra=out.extra, complete=out.status != "bound", schedule=out.schedule)

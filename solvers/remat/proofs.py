@@ -49,8 +49,49 @@ class ThresholdBound:
         return self.baseline + self.extra
 
 
-# CP-SAT subsolvers for the given-order relaxation (module function given_relaxation_bound).
+# CP-SAT subsolvers for the given-order relaxation (given_relaxation_bound, the stage-cut loop),
+# in two phases (solve_relaxation): the LP-heavy pair first, for at most RELAX_FIRST_S seconds,
+# then the core-based pair with pseudo-costs from the first phase's bound and solution. The
+# first pair proves the Checkmate train graphs and the random_layered tail windows fastest
+# (segnet-train 0.8: 0.9 s against 3.7 s; with a 5 s first phase random_layered n250 0.9 was no
+# longer proven in 60 s), the second the whole random_layered n100 model (0.7, cap 1, expanded
+# form: 18-22 s against 214 s and > 240 s); docs/remat.md, "CP-SAT subsolvers".
 RELAX_SUBSOLVERS = ("max_lp", "core")
+RELAX_SUBSOLVERS_THEN = ("core", "pseudo_costs")
+RELAX_FIRST_S = 30.0
+
+
+def solve_relaxation(model, objective_expr, *, time_limit: float, workers: int, seed: int, name: str):
+    """Solve a relaxation model (a pure Boolean model minimizing ``objective_expr``) in the two
+    phases of ``RELAX_SUBSOLVERS``: when the first does not end it (optimal or infeasible), the
+    model gets ``objective >= `` its proven bound (valid: no solution lies below it) and its
+    best solution as the hint, and the second pair runs for the time left. Returns the second
+    phase's ``CpsatOutcome``, or the first's when the second found no solution. The model
+    keeps the added bound."""
+    import math
+
+    from memsched.solvers.engines.cpsat import solve_cpsat
+
+    t0 = time.perf_counter()
+    first = min(RELAX_FIRST_S, time_limit)
+    run = solve_cpsat(model, time_limit=first, workers=int(workers), seed=seed, name=name,
+                      params={"subsolvers": list(RELAX_SUBSOLVERS)})
+    left = time_limit - (time.perf_counter() - t0)
+    if run.status in ("optimal", "infeasible", "invalid") or run.interrupted or left < 0.5:
+        return run
+    bound = run.solver.BestObjectiveBound()
+    if math.isfinite(bound):
+        model.Add(objective_expr >= math.ceil(bound - 1e-6))
+    if run.has_solution:
+        model.ClearHints()
+        for i in range(len(model.Proto().variables)):
+            v = model.GetIntVarFromProtoIndex(i)
+            model.AddHint(v, run.solver.Value(v))
+    then = solve_cpsat(model, time_limit=left, workers=int(workers), seed=seed, name=name,
+                       params={"subsolvers": list(RELAX_SUBSOLVERS_THEN)})
+    if then.has_solution or then.status == "infeasible" or not run.has_solution:
+        return then
+    return run
 
 
 def _stop_if_interrupted(run) -> None:
@@ -285,8 +326,8 @@ def given_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = N
     # a pure Boolean model with a sum objective: the LP-heavy and core-based workers prove its
     # bound fastest (segnet-train 0.9: 11.7 s to optimal with them, no bound above 0 in 20 s with
     # the default portfolio; docs/remat.md)
-    run = solve_cpsat(rx.model, time_limit=left, workers=int(workers), seed=seed, name="remat-given-relaxation",
-                      params={"subsolvers": list(RELAX_SUBSOLVERS)})
+    run = solve_relaxation(rx.model, rx.objective_expr, time_limit=left, workers=workers, seed=seed,
+                           name="remat-given-relaxation")
     _stop_if_interrupted(run)
     took = round(time.perf_counter() - t0, 3)
     if run.status == "infeasible":

@@ -253,7 +253,7 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
     from memsched.formulations.remat_given_relax import BuildDeadline, build_given_relaxation
     from memsched.solvers.engines.cpsat import solve_cpsat
     from memsched.solvers.remat.local_search import schedule_from_sequence
-    from memsched.solvers.remat.proofs import RELAX_SUBSOLVERS, _stop_if_interrupted
+    from memsched.solvers.remat.proofs import RELAX_SUBSOLVERS, _stop_if_interrupted, solve_relaxation
 
     partial = window is not None and tuple(window) != (0, graph.n_ops)
     if not objective or partial:
@@ -296,10 +296,15 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
             break
         if lb > 0 and objective:
             rx.model.Add(rx.objective_expr >= lb)
-        # a pure Boolean model with a sum objective: the LP-heavy and core-based workers (as in
-        # proofs.given_relaxation_bound); a feasibility question: CP-SAT's default portfolio
-        run = solve_cpsat(rx.model, time_limit=left, workers=int(workers), seed=seed, name="remat-given-cuts",
-                          params={**({"subsolvers": list(RELAX_SUBSOLVERS)} if objective else {}), **(params or {})})
+        # a pure Boolean model with a sum objective: the two phases of subsolvers of
+        # proofs.solve_relaxation; a feasibility question: CP-SAT's default portfolio
+        if objective and not params:
+            run = solve_relaxation(rx.model, rx.objective_expr, time_limit=left, workers=workers, seed=seed,
+                                   name="remat-given-cuts")
+        else:
+            run = solve_cpsat(rx.model, time_limit=left, workers=int(workers), seed=seed, name="remat-given-cuts",
+                              params={**({"subsolvers": list(RELAX_SUBSOLVERS)} if objective else {}),
+                                      **(params or {})})
         _stop_if_interrupted(run)
         out.rounds += 1
         if run.status == "infeasible":
