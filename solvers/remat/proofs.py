@@ -89,8 +89,8 @@ def solve_relaxation(model, objective_expr, *, time_limit: float, workers: int, 
             model.AddHint(v, run.solver.Value(v))
     then = solve_cpsat(model, time_limit=left, workers=int(workers), seed=seed, name=name,
                        params={"subsolvers": list(RELAX_SUBSOLVERS_THEN)})
-    if then.has_solution or then.status == "infeasible" or not run.has_solution:
-        return then
+    if then.interrupted or then.has_solution or then.status == "infeasible" or not run.has_solution:
+        return then  # an interrupted second phase is reported as such (the caller stops)
     return run
 
 
