@@ -146,6 +146,9 @@ def cuts(a) -> None:
         first = tuple(dict.fromkeys(x for kind, x in events if kind == "compute"))
         g = Graph(g.ops, g.tensors, pinned=g.pinned, outputs=g.outputs, order=first, name=g.name)
         print(f"given order: the first computations of {a.order_from} (B stays {B})")
+    if a.window is not None and not 0 <= a.window <= g.n_ops:
+        print(f"probe: --window needs 0 <= A <= {g.n_ops} (the stages A..n), got {a.window}", file=sys.stderr)
+        sys.exit(2)
     print(f"{a.graph} r={a.ratio} B={B} baseline {base:g}: relaxation with stage cuts"
           + ("" if a.below is None else f", schedules of compute < {a.below:g} only"), flush=True)
     t = time.perf_counter()
