@@ -61,21 +61,28 @@ RELAX_SUBSOLVERS_THEN = ("core", "pseudo_costs")
 RELAX_FIRST_S = 30.0
 
 
-def solve_relaxation(model, objective_expr, *, time_limit: float, workers: int, seed: int, name: str):
+def solve_relaxation(model, objective_expr, *, time_limit: float, workers: int, seed: int, name: str,
+                     callback=None, pairs: tuple | None = None, first_s: float | None = None):
     """Solve a relaxation model (a pure Boolean model minimizing ``objective_expr``) in the two
     phases of ``RELAX_SUBSOLVERS``: when the first does not end it (optimal or infeasible), the
     model gets ``objective >= `` its proven bound (valid: no solution lies below it) and its
     best solution as the hint, and the second pair runs for the time left. Returns the second
     phase's ``CpsatOutcome``, or the first's when the second found no solution. The model
-    keeps the added bound."""
+    keeps the added bound. ``callback``: a ``CpSolverSolutionCallback`` called on every
+    incumbent of both phases. ``pairs``: the two subsolver pairs in the order to run them
+    (default ``(RELAX_SUBSOLVERS, RELAX_SUBSOLVERS_THEN)``). The outcome returned carries the
+    pair that produced it as ``subsolvers``. ``first_s``: the first phase's seconds at most
+    (default ``RELAX_FIRST_S``)."""
     import math
 
     from memsched.solvers.engines.cpsat import solve_cpsat
 
     t0 = time.perf_counter()
-    first = min(RELAX_FIRST_S, time_limit)
+    one, two = pairs or (RELAX_SUBSOLVERS, RELAX_SUBSOLVERS_THEN)
+    first = min(RELAX_FIRST_S if first_s is None else first_s, time_limit)
     run = solve_cpsat(model, time_limit=first, workers=int(workers), seed=seed, name=name,
-                      params={"subsolvers": list(RELAX_SUBSOLVERS)})
+                      params={"subsolvers": list(one)}, callback=callback)
+    run.subsolvers = tuple(one)
     left = time_limit - (time.perf_counter() - t0)
     if run.status in ("optimal", "infeasible", "invalid") or run.interrupted or left < 0.5:
         return run
@@ -88,7 +95,8 @@ def solve_relaxation(model, objective_expr, *, time_limit: float, workers: int, 
             v = model.GetIntVarFromProtoIndex(i)
             model.AddHint(v, run.solver.Value(v))
     then = solve_cpsat(model, time_limit=left, workers=int(workers), seed=seed, name=name,
-                       params={"subsolvers": list(RELAX_SUBSOLVERS_THEN)})
+                       params={"subsolvers": list(two)}, callback=callback)
+    then.subsolvers = tuple(two)
     if then.interrupted or then.has_solution or then.status == "infeasible" or not run.has_solution:
         return then  # an interrupted second phase is reported as such (the caller stops)
     return run

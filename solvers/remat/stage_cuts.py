@@ -202,6 +202,118 @@ class StageCuts:
         return len(lits)
 
 
+# The loop also cuts the failing stages of up to EXTRA_SOLUTIONS other incumbents of each round
+# (the latest ones), with stage searches of at most EXTRA_MAX_NODES states, for at most
+# EXTRA_SHARE of the round's solve time (at least 1 s); EXTRA_SOLUTIONS = 0 turns it off
+# (docs/remat.md, "Cuts from every incumbent").
+EXTRA_SOLUTIONS = 16
+EXTRA_MAX_NODES = 20_000
+EXTRA_SHARE = 0.25
+# The first round's first phase (proofs.solve_relaxation) lasts at most CUTS_FIRST_S seconds,
+# less than a single relaxation solve's RELAX_FIRST_S: a loop has several rounds, and the rows
+# whose rounds the first pair proves are proved in a few seconds. Once a round is solved, its
+# pair runs the later rounds alone (docs/remat.md, "Which subsolver pair goes first").
+CUTS_FIRST_S = 10.0
+
+
+def _run_stages(cuts: "StageCuts", value, first: int, last: int):
+    """Decide the stages first..last of the solution ``value``: the sequence of the stages that
+    run with the given order's first computations between them, the views of the stages that
+    cannot run, and the number of stages left undecided (search limit)."""
+    pi = cuts.rx.order
+    seq, bad, undecided = [], [], 0
+    for i in range(first, last + 1):
+        st = cuts.view(value, i)
+        if st.ops:
+            try:
+                got = cuts.realize(st)
+            except StageLimit:
+                got, undecided = None, undecided + 1
+                st = None
+            if got is None:
+                if st is not None:
+                    bad.append(st)
+                continue
+            seq += got
+        if i < len(pi):
+            seq.append(pi[i])
+    return seq, bad, undecided
+
+
+class _Incumbents:
+    """A solution callback keeping the R and S literals of the latest ``EXTRA_SOLUTIONS``
+    incumbents of a solve (as bytes of 0/1), to be read by :meth:`StageCuts.view`."""
+
+    @staticmethod
+    def make(cuts: "StageCuts"):
+        import collections
+
+        from ortools.sat.python import cp_model
+
+        lits = [v for v in cuts.rx.R.values()] + [v for v in cuts.rx.S.values() if not isinstance(v, int)]
+        pos = {v.Index(): k for k, v in enumerate(lits)}
+
+        class Rec(cp_model.CpSolverSolutionCallback):
+            def __init__(self):
+                super().__init__()
+                self.sols = collections.deque(maxlen=EXTRA_SOLUTIONS)
+                self.lits, self.pos = lits, pos
+
+            def on_solution_callback(self):
+                bv = self.BooleanValue
+                self.sols.append(bytes(bv(v) for v in lits))
+
+            def reader(self, sol: bytes):
+                return lambda v: sol[pos[v.Index()]] == 1
+
+        return Rec()
+
+
+def _cuts_from_incumbents(cuts: "StageCuts", rec, final_value, done: list, first: int, last: int, graph, B,
+                          below, partial: bool, *, deadline: float) -> dict:
+    """Cut the failing stages of the incumbents ``rec`` kept (newest first), other than the final
+    solution ``final_value`` and the stages ``done`` already cut, until ``deadline``. Each cut is
+    valid whatever solution it was read from (docs/remat.md, "Stage no-good cuts": the claim is
+    about the triple). An incumbent whose stages all run (a whole model, not a window) is a
+    schedule of the class within B: the cheapest such below ``below`` is returned with its extra
+    compute."""
+    from memsched.formulations import evaluate
+    from memsched.solvers.remat.local_search import schedule_from_sequence
+
+    final = bytes(final_value(v) for v in rec.lits)
+    seen = {(st.stage, st.start, st.ops, st.end) for st in done}
+    got = {"cuts": 0, "solutions": 0, "schedule": None, "extra": below}
+    saved = cuts.deadline, cuts.max_nodes
+    cuts.deadline = deadline if saved[0] is None else min(deadline, saved[0])
+    cuts.max_nodes = min(cuts.max_nodes, EXTRA_MAX_NODES)
+    try:
+        for sol in reversed(list(dict.fromkeys(rec.sols))):
+            if sol == final or time.perf_counter() > cuts.deadline:
+                continue
+            got["solutions"] += 1
+            seq, bad, undecided = _run_stages(cuts, rec.reader(sol), first, last)
+            if not bad and not undecided and not partial:
+                sched = schedule_from_sequence(graph, seq)
+                ev = evaluate(graph, sched)
+                if ev.peak > B:
+                    from memsched.solvers.result import SolverDisagreement
+
+                    raise SolverDisagreement(f"stage cuts: every stage of an incumbent runs within B = {B}, "
+                                             f"but the schedule peaks at {ev.peak}")
+                extra = ev.compute - graph.total_cost()
+                if got["extra"] is None or extra < got["extra"] - 1e-9:
+                    got["schedule"], got["extra"] = sched, extra
+            for st in bad:
+                key = (st.stage, st.start, st.ops, st.end)
+                if key not in seen and time.perf_counter() <= cuts.deadline:
+                    seen.add(key)
+                    cuts.add_cut(st)
+                    got["cuts"] += 1
+    finally:
+        cuts.deadline, cuts.max_nodes = saved
+    return got
+
+
 @dataclass
 class CutsOutcome:
     """What :func:`given_relaxation_with_cuts` proved."""
@@ -253,7 +365,8 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
     from memsched.formulations.remat_given_relax import BuildDeadline, build_given_relaxation
     from memsched.solvers.engines.cpsat import solve_cpsat
     from memsched.solvers.remat.local_search import schedule_from_sequence
-    from memsched.solvers.remat.proofs import RELAX_SUBSOLVERS, _stop_if_interrupted, solve_relaxation
+    from memsched.solvers.remat.proofs import (RELAX_SUBSOLVERS, RELAX_SUBSOLVERS_THEN, _stop_if_interrupted,
+                                              solve_relaxation)
 
     partial = window is not None and tuple(window) != (0, graph.n_ops)
     if not objective or partial:
@@ -282,6 +395,7 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
     if hint is not None:
         rx.hint(hint)
     lb = 0
+    pairs, learned = (RELAX_SUBSOLVERS, RELAX_SUBSOLVERS_THEN), None
     pi = rx.order
     first, last = rx.window if partial else (0, len(pi))
 
@@ -298,13 +412,18 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
             rx.model.Add(rx.objective_expr >= lb)
         # a pure Boolean model with a sum objective: the two phases of subsolvers of
         # proofs.solve_relaxation; a feasibility question: CP-SAT's default portfolio
+        rec = _Incumbents.make(cuts) if objective and EXTRA_SOLUTIONS > 0 else None
         if objective and not params:
             run = solve_relaxation(rx.model, rx.objective_expr, time_limit=left, workers=workers, seed=seed,
-                                   name="remat-given-cuts")
+                                   name="remat-given-cuts", callback=rec, pairs=pairs,
+                                   first_s=CUTS_FIRST_S if learned is None else left)
+            if run.status == "optimal":
+                learned = run.subsolvers  # the pair that solved this round runs the next ones alone
+                pairs = (learned, pairs[1] if pairs[0] == learned else pairs[0])
         else:
             run = solve_cpsat(rx.model, time_limit=left, workers=int(workers), seed=seed, name="remat-given-cuts",
                               params={**({"subsolvers": list(RELAX_SUBSOLVERS)} if objective else {}),
-                                      **(params or {})})
+                                      **(params or {})}, callback=rec)
         _stop_if_interrupted(run)
         out.rounds += 1
         if run.status == "infeasible":
@@ -325,22 +444,7 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
         if on_bound is not None and objective:
             on_bound(out.extra)  # a bound proven so far: the caller keeps it if a later round is interrupted
         value = run.solver.BooleanValue
-        seq, bad, undecided = [], [], 0
-        for i in range(first, last + 1):
-            st = cuts.view(value, i)
-            if st.ops:
-                try:
-                    got = cuts.realize(st)
-                except StageLimit:
-                    got, undecided = None, undecided + 1
-                    st = None
-                if got is None:
-                    if st is not None:
-                        bad.append(st)
-                    continue
-                seq += got
-            if i < len(pi):
-                seq.append(pi[i])
+        seq, bad, undecided = _run_stages(cuts, value, first, last)
         optimal = run.status == "optimal"
         what = (f"relaxation {run.status}, extra >= {lb * div:g}" if objective else "a relaxation solution") + \
             f", {len(bad)} stage(s) cannot run, {undecided} undecided"
@@ -372,7 +476,21 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
             note(out.rounds, what, round(time.perf_counter() - t0, 3))
             break  # nothing to cut and nothing proven beyond the bound
         lens = [cuts.add_cut(st) for st in bad]
-        note(out.rounds, what + f"; cuts of {lens} literals", round(time.perf_counter() - t0, 3))
+        more = ""
+        if rec is not None and rec.sols:
+            # the round's other incumbents: their failing stages give cuts too, and one whose
+            # stages all run is a schedule below ``below`` (docs/remat.md, "Cuts from every incumbent")
+            t_in = time.perf_counter()
+            got = _cuts_from_incumbents(cuts, rec, value, bad, first, last, graph, B, below, partial,
+                                        deadline=t_in + max(1.0, EXTRA_SHARE * run.wall_s))
+            if got["cuts"]:
+                more = (f"; {got['cuts']} more from {got['solutions']} other incumbent(s) in "
+                        f"{time.perf_counter() - t_in:.1f} s")
+            if got["schedule"] is not None:
+                out.schedule, below = got["schedule"], got["extra"]
+                rx.model.Add(rx.objective_expr <= math.ceil(below / div - 1e-9) - 1)
+                more += f"; an incumbent runs: a schedule of compute {below + graph.total_cost():g}"
+        note(out.rounds, what + f"; cuts of {lens} literals" + more, round(time.perf_counter() - t0, 3))
         rx.hint_solution(value)  # the next round starts from this solution (it breaks only the new cuts)
         out.cuts = cuts.cuts
         out.undecided_stages = undecided
