@@ -323,14 +323,14 @@ def write_section(res: dict, cmd: str, time_limit, workers) -> None:
                   "`missing` says which side did not close: `bound` (a schedule within the budget is known, the lower "
                   "bound did not reach it), `schedule` (no schedule within the budget found, and no refutation). "
                   "`relaxation` is the given-order stage relaxation's part: its proven extra compute over the baseline, "
-                  "whether it was solved, its seconds (`-`: it did not run, as when no schedule was found first; `skipped`: too large to build in its share; `compact form`: built with one load variable per stage, docs/remat.md; `compact, stages a..n form`: its tail window of stages, docs/remat.md \"Windows of stages\").", "",
+                  "whether it was solved, its seconds (`-`: it did not run, as when no schedule was found first; `skipped`: too large to build in its share; `compact form`: built with one load variable per stage, docs/remat.md; `compact, stages a..n form`: its tail window of stages, docs/remat.md \"Windows of stages\"; `expanded, stage cuts, before a schedule form`: the relaxation with stage no-good cuts run before any schedule within the budget was known, docs/remat.md \"The cut loop before the first schedule\").", "",
                   "| graph | r | value | lower bound | gap % | missing | relaxation: extra / solved / s | note |",
                   "|" + "---|" * 8]
         for g, r, d in open_rows:
             rx = d.get("given_relaxation") or {}
             rxs = ("-" if not rx else f"skipped ({rx['skipped']})" if rx.get("skipped") else f"{_v(rx.get('extra'))} / {'yes' if rx.get('complete') else 'no'} / "
                    f"{_t(rx.get('s'))}" + (" (not built)" if any("not built" in str(c) for c in rx.get("checks", ()))
-                                           else "") + (f" ({rx['form']} form)" if str(rx.get("form", "")).startswith("compact") else ""))
+                                           else "") + (f" ({rx['form']} form)" if str(rx.get("form", "")).startswith(("compact", "expanded, stage cuts")) else ""))
             gap = d.get("gap")
             lines.append(f"| {g} | {r:g} | {_v(d.get('value'))} | {_v(d.get('lower_bound'))} | "
                          f"{'-' if gap is None else f'{100 * gap:.3f}'} | "

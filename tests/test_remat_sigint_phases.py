@@ -188,3 +188,23 @@ def test_ctrl_c_in_the_tail_window_of_the_relaxation():
     _check(rc, d, err, dt)
     assert d["schedule"] is not None and d["peak"] <= d["budget"], d
     assert d["lower_bound"] < d["compute"], d
+
+
+RL100 = DATA / "random_layered_n100_w0.27_nlv0.75_ed0.2_scd0.14.json"
+
+
+@pytest.mark.skipif(not RL100.exists(), reason="../shared/data is absent")
+def test_ctrl_c_in_the_cut_loop_before_a_first_schedule():
+    """random_layered n100 (../shared/data) at 0.7 in the given-order class: no warm start fits, the
+    refutation test does not decide, and the relaxation with stage no-good cuts runs before
+    any schedule is known (docs/remat.md, "The cut loop before the first schedule"); Ctrl-C 3 s
+    into it stops with status interrupted and no claim. (Seen red with the loop ignoring an
+    interrupted round: the command went on for 42 s.)"""
+    rc, d, err, dt, _seen = interrupt_at(["remat", RL100, "--budget", "0.7", "--cap", "1", "--order", "given",
+                                          "--time-limit", "60", "--progress", "--json"],
+                                         "expanded form, before a schedule", after=3.0)
+    if rc is None:
+        pytest.skip(f"the solve ended before the cut loop: {err[-600:]}")
+    _check(rc, d, err, dt)
+    assert d["schedule"] is None or d["peak"] <= d["budget"], d
+    assert d["status"] == "interrupted" and "optimal" not in d["stopped"], d

@@ -199,6 +199,24 @@ def test_the_driver_with_stage_cuts_on_the_compact_form(monkeypatch):
     assert used >= 50, used
 
 
+def test_the_driver_runs_the_cut_loop_before_a_first_schedule():
+    """Where the warm starts leave no schedule within B and the expanded relaxation builds, the
+    driver runs the loop before the stage-class phase (``cp._cut_loop_first``): on every
+    instance that takes that path the answer is the referee's (optimal at the class optimum
+    with a schedule of the class, or infeasible). Counts: 220 optimal, 7 infeasible. (Seen red
+    with the loop given caps of 0: wrong "infeasible" answers.)"""
+    from memsched.solvers.remat.dispatch import solve_remat
+
+    seen = {"optimal": 0, "infeasible": 0}
+    for seed, g, B in _instances():
+        res = solve_remat(g, B, method="cp", cap=1, order="given", time_limit=60, workers=1)
+        if res.params.get("given_relaxation", {}).get("form") != "expanded, stage cuts, before a schedule":
+            continue
+        _check_driver_answer(seed, g, B, res, remat(g, B, cap=1, order="given"))
+        seen[res.status] += 1
+    assert seen["optimal"] >= 150 and seen["infeasible"] >= 5, seen
+
+
 def test_the_feasibility_loop_finds_a_schedule_exactly_when_the_class_has_one():
     """``objective=False`` (any costs, either form): "feasible" with a schedule of the class
     within B, or "infeasible" exactly where the referee finds no schedule."""

@@ -90,6 +90,10 @@ RELAX_COMPACT_R_PER_S = 600
 # the warm starts) given to the relaxation as a feasibility test before the stage-class phase:
 # no solution refutes the budget for the class (random_layered n100 at 0.6: 4 s, docs/remat.md).
 RELAX_REFUTE_SHARE = 0.3
+# ... its share when the relaxation with stage cuts runs next (cp._cut_loop_first), which answers
+# the same question more slowly (random_layered n100 at 0.6: compact feasibility 4.8 s, the
+# expanded relaxation with its objective 15.3 s) and others besides.
+RELAX_REFUTE_SHARE_BEFORE_CUTS = 0.15
 # Share of the time left (given-order class, no schedule within the budget after the warm starts)
 # given to the stage-class first phase (solvers/remat/stage_class.py): its least-peak search
 # finds first schedules the slot model's phase 1 does not (random_layered n250, docs/remat.md).
@@ -107,6 +111,9 @@ POLISH_SHARE = 0.25
 STAGE_CUTS = True
 # ... also on the compact form (where the expanded one is too large for its build share).
 STAGE_CUTS_COMPACT = True
+# ... and, where the warm starts leave no schedule within the budget and the expanded form
+# builds, before the refutation test and the stage-class phase (cp._cut_loop_first).
+CUT_LOOP_FIRST = True
 # Share of the time left given to the free-order stage relaxation (free order, several orders, finite caps).
 FREE_RELAX_SHARE = 0.8
 # The "free after last use" dominance rule in the slot model (docs/remat.md): off, since it
@@ -449,9 +456,17 @@ def _first_schedule(s: _Solve) -> SolveResult | None:
         s.params["refutes_asked_problem"] = True
         return s.infeasible(why, proof="local", stop="proved infeasible by the backward reachability search")
     if s.gmodel:
-        res = _relaxation_refutation(s)
+        first = _cut_loop_fits(s)
+        res = _relaxation_refutation(s, RELAX_REFUTE_SHARE_BEFORE_CUTS if first else RELAX_REFUTE_SHARE)
         if res is not None:
             return res
+        if first:
+            res = _cut_loop_first(s)
+            if res is not None:
+                return res
+            if s.fits(s.hint):
+                _stage_phase(s, STAGE_SHARE_FITTING)  # the stage class's compute search improves it
+                return None
         _stage_phase(s)
         if s.fits(s.hint):
             return None
@@ -522,7 +537,59 @@ def _polish(s: _Solve) -> None:
         s.hint_time = (best_at or time.perf_counter()) - s.t0
 
 
-def _relaxation_refutation(s: _Solve) -> SolveResult | None:
+def _cut_loop_fits(s: _Solve) -> bool:
+    """Whether ``_cut_loop_first`` runs: caps of at most 1 and the expanded relaxation in its build share."""
+    return (CUT_LOOP_FIRST and STAGE_CUTS and s.gmodel and not s.unbounded and all(c <= 1 for c in s.ecaps)
+            and _expanded_relaxation_fits(s))
+
+
+def _cut_loop_first(s: _Solve) -> SolveResult | None:
+    """3a''. Given-order class, caps of at most 1, integer costs, no schedule within B after the
+    warm starts, and the expanded relaxation within its build share: the relaxation with stage
+    no-good cuts (``stage_cuts.given_relaxation_with_cuts``, no known schedule, ``RELAX_SHARE`` of
+    the time left) before the refutation test and the stage-class phase, since it answers all
+    three questions: "infeasible" refutes B for the class, "optimal" is the class optimum with
+    its schedule, and otherwise its bound holds and any schedule it met (a round's solution or
+    another incumbent whose stages all run) becomes the hint (docs/remat.md, "The cut loop
+    before the first schedule"). The later relaxation phase (``_given_relaxation``) is then not
+    run again."""
+    if not _cut_loop_fits(s) or INTERRUPTED.is_set() or s.left() < 2.0:
+        return None
+    from memsched.solvers.remat.stage_cuts import given_relaxation_with_cuts
+
+    t = time.perf_counter()
+    s.say("bounds", "given-order stage relaxation with stage no-good cuts (expanded form, before a schedule)")
+    out = given_relaxation_with_cuts(s.graph, s.B, s.ecaps, hint=s.hint, time_limit=RELAX_SHARE * s.left(),
+                                     workers=s.workers, seed=s.seed, build_limit=RELAX_BUILD_SHARE * s.left(),
+                                     progress=lambda e: s.say("bounds", f"stage cuts, round {e[0]}: {e[1]} ({e[2]:.1f} s)"),
+                                     on_bound=lambda extra: setattr(s, "floor", max(s.floor, s.baseline + extra)))
+    s.params["given_relaxation"] = {"extra": out.extra, "complete": out.status in ("optimal", "infeasible"),
+                                    "s": round(time.perf_counter() - t, 3),
+                                    "form": "expanded, stage cuts, before a schedule",
+                                    "checks": [[float(e[0]), e[1], e[2]] for e in out.log],
+                                    "stage_cuts": {"rounds": out.rounds, "cuts": out.cuts, "status": out.status}}
+    if out.status == "infeasible":
+        return s.infeasible(f"the given-order stage relaxation with stage no-good cuts has no solution: no schedule "
+                            f"whose first computations follow the given order, with at most {max(s.ecaps)} "
+                            f"recomputation(s) per operator, fits budget {s.B} (docs/remat.md, \"Stage no-good cuts\")",
+                            stop="proved infeasible: the given-order stage relaxation with stage cuts has no solution")
+    s.floor = max(s.floor, s.baseline + out.extra)
+    if out.schedule is not None and s.fits(out.schedule):
+        s.hint = out.schedule
+        s.hint_time = s.first_s = s.elapsed()
+        s.params["phase1"] = "the relaxation with stage cuts"
+        s.params["given_relaxation"]["schedule"] = True
+        if out.status == "optimal" or same_value(s.floor, evaluate(s.graph, s.hint).compute, "compute"):
+            s.floor = max(s.floor, evaluate(s.graph, s.hint).compute)
+            return s.result(s.hint, status=Status.OPTIMAL, objective="compute", lower_bound=s.floor,
+                            extra={"time_to_best_s": round(s.hint_time, 3)},
+                            message="the given-order stage relaxation with stage cuts meets its schedule (docs/remat.md)",
+                            stop="the given-order stage relaxation with stage cuts: every stage of an optimal "
+                                 "solution runs (bound met)")
+    return None
+
+
+def _relaxation_refutation(s: _Solve, share: float = RELAX_REFUTE_SHARE) -> SolveResult | None:
     """3a'. Given-order class, finite caps, no schedule within B after the warm starts: the
     given-order stage relaxation as a feasibility test (compact form, ``RELAX_REFUTE_SHARE`` of
     the time left). No solution refutes B for every schedule of the class with the caps
@@ -533,7 +600,7 @@ def _relaxation_refutation(s: _Solve) -> SolveResult | None:
     if s.unbounded or INTERRUPTED.is_set() or s.left() < 2.0:
         return None
     t = time.perf_counter()
-    share = RELAX_REFUTE_SHARE * s.left()
+    share = share * s.left()
     size = _relax_size(s)
     if size["compact_terms"] > RELAX_TERMS_PER_S * share / 2:
         s.params["relaxation_refutation"] = {"skipped": f"{size['compact_terms']} terms (compact form): too large "
@@ -604,6 +671,8 @@ def _given_relaxation(s: _Solve) -> SolveResult | None:
     floor; the hint is returned as optimal when the floor meets it."""
     g = s.graph
     if not s.gmodel or s.unbounded or INTERRUPTED.is_set() or not all(float(c).is_integer() for c in g.cost):
+        return None
+    if "given_relaxation" in s.params:  # already run before the first schedule (_cut_loop_first)
         return None
     from memsched.solvers.remat.proofs import given_relaxation_bound
 
