@@ -537,6 +537,13 @@ def _polish(s: _Solve) -> None:
         s.hint_time = (best_at or time.perf_counter()) - s.t0
 
 
+def _loop_reports(s: _Solve) -> dict:
+    """``progress`` and ``on_bound`` for ``given_relaxation_with_cuts``: each round as a progress
+    line, each proven bound kept as the solve's floor (it holds if a later round is interrupted)."""
+    return {"progress": lambda e: s.say("bounds", f"stage cuts, round {e[0]}: {e[1]} ({e[2]:.1f} s)"),
+            "on_bound": lambda extra: setattr(s, "floor", max(s.floor, s.baseline + extra))}
+
+
 def _cut_loop_fits(s: _Solve) -> bool:
     """Whether ``_cut_loop_first`` runs: caps of at most 1 and the expanded relaxation in its build share."""
     return (CUT_LOOP_FIRST and STAGE_CUTS and s.gmodel and not s.unbounded and all(c <= 1 for c in s.ecaps)
@@ -561,8 +568,7 @@ def _cut_loop_first(s: _Solve) -> SolveResult | None:
     s.say("bounds", "given-order stage relaxation with stage no-good cuts (expanded form, before a schedule)")
     out = given_relaxation_with_cuts(s.graph, s.B, s.ecaps, hint=s.hint, time_limit=RELAX_SHARE * s.left(),
                                      workers=s.workers, seed=s.seed, build_limit=RELAX_BUILD_SHARE * s.left(),
-                                     progress=lambda e: s.say("bounds", f"stage cuts, round {e[0]}: {e[1]} ({e[2]:.1f} s)"),
-                                     on_bound=lambda extra: setattr(s, "floor", max(s.floor, s.baseline + extra)))
+                                     **_loop_reports(s))
     s.params["given_relaxation"] = {"extra": out.extra, "complete": out.status in ("optimal", "infeasible"),
                                     "s": round(time.perf_counter() - t, 3),
                                     "form": "expanded, stage cuts, before a schedule",
@@ -734,9 +740,7 @@ def _relaxation_with_cuts(s: _Solve, upto: float, compact: bool = False):
 
     out = given_relaxation_with_cuts(s.graph, s.B, s.ecaps, below=upto, hint=s.hint, time_limit=RELAX_SHARE * s.left(),
                                      workers=s.workers, seed=s.seed, build_limit=RELAX_BUILD_SHARE * s.left(),
-                                     compact=compact,
-                                     progress=lambda e: s.say("bounds", f"stage cuts, round {e[0]}: {e[1]} ({e[2]:.1f} s)"),
-                                     on_bound=lambda extra: setattr(s, "floor", max(s.floor, s.baseline + extra)))
+                                     compact=compact, **_loop_reports(s))
     rb = ThresholdBound(baseline=s.baseline, extra=out.extra, complete=out.status != "bound", schedule=out.schedule)
     rb.checks = [[float(e[0]), e[1], e[2]] for e in out.log]
     if out.status == "infeasible":  # only without a hint, which this driver always has

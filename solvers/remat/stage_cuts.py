@@ -257,7 +257,7 @@ class _Incumbents:
             def __init__(self):
                 super().__init__()
                 self.sols = collections.deque(maxlen=EXTRA_SOLUTIONS)
-                self.lits, self.pos = lits, pos
+                self.lits = lits
 
             def on_solution_callback(self):
                 bv = self.BooleanValue
