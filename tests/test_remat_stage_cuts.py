@@ -141,6 +141,39 @@ def test_below_a_known_schedule():
     assert min(seen.values()) > 200
 
 
+def test_a_round_cut_short_never_replaces_the_known_schedule_by_a_dearer_one(monkeypatch):
+    """A round that ends without a proof (here: every solve reported as unfinished, bound 0)
+    with a solution whose stages all run but whose compute is not below ``below`` leaves no
+    schedule: the caller's known schedule stays the best (docs/remat.md, "A known schedule ends
+    the loop")."""
+    import memsched.solvers.remat.proofs as proofs
+
+    real = proofs.solve_relaxation
+
+    class Unfinished:
+        def __init__(self, run):
+            self.run, self.status, self.has_solution, self.interrupted = run, "feasible", run.has_solution, False
+            self.wall_s, self.subsolvers, self.solver = run.wall_s, run.subsolvers, self
+
+        def BestObjectiveBound(self):
+            return 0.0
+
+        def BooleanValue(self, v):
+            return self.run.solver.BooleanValue(v)
+
+    monkeypatch.setattr(proofs, "solve_relaxation", lambda *a, **k: Unfinished(real(*a, **k)))
+    checked = 0
+    for seed, g, B in list(_instances())[:300]:
+        ref = remat(g, B, cap=1, order="given")
+        if ref.compute is None or ref.compute == g.total_cost():
+            continue
+        extra = ref.compute - g.total_cost()
+        out = given_relaxation_with_cuts(g, B, [1] * g.n_ops, below=extra, time_limit=2)
+        assert out.status == "bound" and out.schedule is None, (seed, out.status, out.log)
+        checked += 1
+    assert checked > 30
+
+
 def _check_driver_answer(seed, g, B, res, truth) -> None:
     """The driver's answer is the referee's: infeasible without a schedule, or optimal at the
     referee's compute with a schedule of the class within B and the cap."""

@@ -214,6 +214,13 @@ EXTRA_SHARE = 0.25
 # whose rounds the first pair proves are proved in a few seconds. Once a round is solved, its
 # pair runs the later rounds alone (docs/remat.md, "Which subsolver pair goes first").
 CUTS_FIRST_S = 10.0
+# A schedule known below which better ones are sought (``below``, the caller's or one found by
+# the loop) ends the loop once a round's proven bound reaches it; it is not added to the model
+# as ``objective <= below - 1`` unless BELOW_AS_CONSTRAINT: with that constraint the last round
+# must prove a model infeasible, which CP-SAT's core search did far more slowly on random_layered
+# n100 at 0.7 (not done in 175 s, against 17 s to prove the optimum without it; docs/remat.md,
+# "A known schedule ends the loop").
+BELOW_AS_CONSTRAINT = False
 
 
 def _run_stages(cuts: "StageCuts", value, first: int, last: int):
@@ -340,10 +347,12 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
     """The expanded given-order relaxation, solved again and again with stage no-good cuts.
 
     ``caps``: every cap 0 or 1. ``below``: the extra compute of a known schedule of the class
-    within B; then only solutions of smaller extra compute are sought. Returns a
-    :class:`CutsOutcome`: status "optimal" with a ``schedule`` when an optimal solution's stages
-    all run (or no solution below a schedule found here is left), "below-optimal" when no
-    solution below ``below`` is left, "infeasible" when no solution is left, else "bound": the
+    within B; the loop then stops once a round's proven bound reaches it, and a schedule it
+    meets replaces it only when cheaper (``BELOW_AS_CONSTRAINT``: also added to the model as
+    ``objective <= below - 1``). Returns a :class:`CutsOutcome`: status "optimal" with a
+    ``schedule`` when an optimal solution's stages all run (or no solution below a schedule
+    found here is left), "below-optimal" when no solution below ``below`` is left, "infeasible"
+    when no solution is left, else "bound": the
     best bound proven (each round's relaxation, cuts included, still holds every schedule of the
     class that recomputes nothing uselessly, so its objective bound is a bound for the class).
 
@@ -352,8 +361,8 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
     whose stages all run, status "feasible" with that schedule (a schedule of the class within
     B, nothing claimed about its compute), or at "infeasible" (no schedule of the class fits
     B); out of time: "undecided". ``compact``: the relaxation's compact form (the same variables, so the same cuts).
-    ``on_bound(extra)`` is called with each round's proven extra compute (with ``below``: for
-    the schedules cheaper than ``below``; ``extra < below`` whenever a round has a solution).
+    ``on_bound(extra)`` is called with each round's proven extra compute (at most ``below``,
+    a known schedule's).
 
     ``window=(a, b)``: only the stages a..b (``build_given_relaxation``'s window; the cuts stay
     valid, docs/remat.md "Stage cuts on a window"). "infeasible" then still refutes the whole
@@ -365,8 +374,8 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
     from memsched.formulations.remat_given_relax import BuildDeadline, build_given_relaxation
     from memsched.solvers.engines.cpsat import solve_cpsat
     from memsched.solvers.remat.local_search import schedule_from_sequence
-    from memsched.solvers.remat.proofs import (RELAX_SUBSOLVERS, RELAX_SUBSOLVERS_THEN, _stop_if_interrupted,
-                                              solve_relaxation)
+    from memsched.solvers.remat.proofs import (RELAX_PARAMS, RELAX_SUBSOLVERS, RELAX_SUBSOLVERS_THEN,
+                                              _stop_if_interrupted, solve_relaxation)
 
     partial = window is not None and tuple(window) != (0, graph.n_ops)
     if not objective or partial:
@@ -390,8 +399,13 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
     cuts.deadline = t0 + time_limit  # stage searches and cut strengthening stop with the time limit
     out.relaxation = rx
     div = rx.cost_div
+
+    def seek_below(extra):  # only solutions of smaller extra compute than ``extra`` are sought
+        if BELOW_AS_CONSTRAINT:
+            rx.model.Add(rx.objective_expr <= math.ceil(extra / div - 1e-9) - 1)
+
     if below is not None:
-        rx.model.Add(rx.objective_expr <= math.ceil(below / div - 1e-9) - 1)
+        seek_below(below)
     if hint is not None:
         rx.hint(hint)
     lb = 0
@@ -422,7 +436,7 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
                 pairs = (learned, pairs[1] if pairs[0] == learned else pairs[0])
         else:
             run = solve_cpsat(rx.model, time_limit=left, workers=int(workers), seed=seed, name="remat-given-cuts",
-                              params={**({"subsolvers": list(RELAX_SUBSOLVERS)} if objective else {}),
+                              params={**RELAX_PARAMS, **({"subsolvers": list(RELAX_SUBSOLVERS)} if objective else {}),
                                       **(params or {})}, callback=rec)
         _stop_if_interrupted(run)
         out.rounds += 1
@@ -443,6 +457,13 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
         out.extra = float(lb * div)
         if on_bound is not None and objective:
             on_bound(out.extra)  # a bound proven so far: the caller keeps it if a later round is interrupted
+        if objective and below is not None and lb >= math.ceil(below / div - 1e-9):
+            # no solution of the relaxation, cuts included, is cheaper than ``below``: neither is
+            # any schedule of the class, so the known schedule of extra ``below`` is optimal
+            out.status, out.extra = ("optimal" if out.schedule is not None else "below-optimal"), below
+            note(out.rounds, f"relaxation {run.status}, extra >= {lb * div:g}: no solution below {below:g}",
+                 round(time.perf_counter() - t0, 3))
+            break
         value = run.solver.BooleanValue
         seq, bad, undecided = _run_stages(cuts, value, first, last)
         optimal = run.status == "optimal"
@@ -459,6 +480,10 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
                 from memsched.solvers.result import SolverDisagreement
 
                 raise SolverDisagreement(f"stage cuts: every stage runs within B = {B}, but the schedule peaks at {ev.peak}")
+            if objective and below is not None and ev.compute - graph.total_cost() >= below - 1e-9:
+                note(out.rounds, what + f"; a schedule of compute {ev.compute:g}, not below the known one",
+                     round(time.perf_counter() - t0, 3))
+                break  # a round ended by the time limit with a solution no cheaper than ``below``
             out.schedule = sched
             note(out.rounds, what + f"; a schedule of compute {ev.compute:g}", round(time.perf_counter() - t0, 3))
             if not objective:
@@ -470,7 +495,7 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
                 break
             # a schedule below ``below`` but not proven optimal: seek better ones
             below = ev.compute - graph.total_cost()
-            rx.model.Add(rx.objective_expr <= math.ceil(below / div - 1e-9) - 1)
+            seek_below(below)
             continue
         if undecided and not bad:
             note(out.rounds, what, round(time.perf_counter() - t0, 3))
@@ -488,7 +513,7 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
                         f"{time.perf_counter() - t_in:.1f} s")
             if got["schedule"] is not None:
                 out.schedule, below = got["schedule"], got["extra"]
-                rx.model.Add(rx.objective_expr <= math.ceil(below / div - 1e-9) - 1)
+                seek_below(below)
                 more += f"; an incumbent runs: a schedule of compute {below + graph.total_cost():g}"
         note(out.rounds, what + f"; cuts of {lens} literals" + more, round(time.perf_counter() - t0, 3))
         rx.hint_solution(value)  # the next round starts from this solution (it breaks only the new cuts)
