@@ -197,7 +197,8 @@ def main(argv=None) -> int:
             p.add_argument("--max-perm", type=int, default=7)
         if name == "cuts":
             p.add_argument("--time-limit", type=float, default=1200.0)
-            p.add_argument("--below", type=float, default=None, help="a known schedule's compute")
+            p.add_argument("--below", type=float, default=None, help="the compute of a schedule of the class within B (a proven bound above it is "
+                           "raised as a disagreement)")
             p.add_argument("--feasibility", action="store_true",
                            help="no objective: stop at the first schedule within B (or a refutation)")
             p.add_argument("--compact", action="store_true", help="the relaxation's compact form")

@@ -180,6 +180,40 @@ def test_a_round_cut_short_never_replaces_the_known_schedule_by_a_dearer_one(mon
     assert checked > 30
 
 
+@pytest.mark.parametrize("claim", ["a bound above it", "no solution"])
+def test_a_relaxation_answer_against_the_known_schedule_is_a_disagreement(monkeypatch, claim):
+    """With ``below`` the extra compute of a schedule of the class, a round that proves more
+    (a bound above it, or no solution at all) contradicts that schedule: SolverDisagreement,
+    never "below-optimal" (CP-SAT is replaced by a solve that claims it)."""
+    import memsched.solvers.remat.proofs as proofs
+    from memsched.solvers.result import SolverDisagreement
+
+    real = proofs.solve_relaxation
+
+    class Overclaim:
+        def __init__(self, run):
+            self.run, self.interrupted, self.solver = run, False, self
+            self.status, self.has_solution = ("feasible", True) if claim == "a bound above it" else ("infeasible", False)
+            self.wall_s, self.subsolvers = run.wall_s, run.subsolvers
+
+        def BestObjectiveBound(self):
+            return 1e9
+
+        def BooleanValue(self, v):
+            return self.run.solver.BooleanValue(v)
+
+    monkeypatch.setattr(proofs, "solve_relaxation", lambda *a, **k: Overclaim(real(*a, **k)))
+    checked = 0
+    for seed, g, B in list(_instances())[:100]:
+        ref = remat(g, B, cap=1, order="given")
+        if ref.compute is None:
+            continue
+        with pytest.raises(SolverDisagreement):
+            given_relaxation_with_cuts(g, B, [1] * g.n_ops, below=ref.compute - g.total_cost(), time_limit=2)
+        checked += 1
+    assert checked > 20
+
+
 def _check_driver_answer(seed, g, B, res, truth) -> None:
     """The driver's answer is the referee's: infeasible without a schedule, or optimal at the
     referee's compute with a schedule of the class within B and the cap."""

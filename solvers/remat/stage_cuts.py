@@ -223,6 +223,13 @@ CUTS_FIRST_S = 10.0
 BELOW_AS_CONSTRAINT = False
 
 
+def _disagree(what: str):
+    """An answer of the loop contradicts the evaluator or a known schedule of the class: a bug."""
+    from memsched.solvers.result import SolverDisagreement
+
+    raise SolverDisagreement(f"stage cuts: {what}")
+
+
 def _run_stages(cuts: "StageCuts", value, first: int, last: int):
     """Decide the stages first..last of the solution ``value``: the sequence of the stages that
     run with the given order's first computations between them, the views of the stages that
@@ -303,10 +310,7 @@ def _cuts_from_incumbents(cuts: "StageCuts", rec, final_value, done: list, first
                 sched = schedule_from_sequence(graph, seq)
                 ev = evaluate(graph, sched)
                 if ev.peak > B:
-                    from memsched.solvers.result import SolverDisagreement
-
-                    raise SolverDisagreement(f"stage cuts: every stage of an incumbent runs within B = {B}, "
-                                             f"but the schedule peaks at {ev.peak}")
+                    _disagree(f"every stage of an incumbent runs within B = {B}, but the schedule peaks at {ev.peak}")
                 extra = ev.compute - graph.total_cost()
                 if got["extra"] is None or extra < got["extra"] - 1e-9:
                     got["schedule"], got["extra"] = sched, extra
@@ -362,7 +366,8 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
     B, nothing claimed about its compute), or at "infeasible" (no schedule of the class fits
     B); out of time: "undecided". ``compact``: the relaxation's compact form (the same variables, so the same cuts).
     ``on_bound(extra)`` is called with each round's proven extra compute (at most ``below``,
-    a known schedule's).
+    a known schedule's). A bound above ``below``, or no relaxation solution at all while
+    ``below`` is known, raises ``SolverDisagreement`` (``below`` must be a schedule's).
 
     ``window=(a, b)``: only the stages a..b (``build_given_relaxation``'s window; the cuts stay
     valid, docs/remat.md "Stage cuts on a window"). "infeasible" then still refutes the whole
@@ -441,6 +446,8 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
         _stop_if_interrupted(run)
         out.rounds += 1
         if run.status == "infeasible":
+            if below is not None and not BELOW_AS_CONSTRAINT:
+                _disagree(f"no relaxation solution, though a schedule of the class has extra compute {below:g}")
             if out.schedule is not None:
                 out.status, out.extra = "optimal", below
             elif below is not None:
@@ -454,6 +461,8 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
         bound = run.solver.BestObjectiveBound() if objective else 0.0
         if math.isfinite(bound):
             lb = max(lb, math.ceil(bound - 1e-6))
+        if objective and below is not None and lb * div > below + 1e-9:
+            _disagree(f"proven extra compute {lb * div:g}, above {below:g}, a schedule's of the class")
         out.extra = float(lb * div)
         if on_bound is not None and objective:
             on_bound(out.extra)  # a bound proven so far: the caller keeps it if a later round is interrupted
@@ -477,9 +486,7 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
             sched = schedule_from_sequence(graph, seq)
             ev = evaluate(graph, sched)
             if ev.peak > B:
-                from memsched.solvers.result import SolverDisagreement
-
-                raise SolverDisagreement(f"stage cuts: every stage runs within B = {B}, but the schedule peaks at {ev.peak}")
+                _disagree(f"every stage runs within B = {B}, but the schedule peaks at {ev.peak}")
             if objective and below is not None and ev.compute - graph.total_cost() >= below - 1e-9:
                 note(out.rounds, what + f"; a schedule of compute {ev.compute:g}, not below the known one",
                      round(time.perf_counter() - t0, 3))
