@@ -210,3 +210,23 @@ def test_windows_of_stages_stay_below_the_class_optimum():
                         assert run.status in ("optimal", "feasible"), (
                             "the optimal schedule violates a window", seed, w, truth.schedule.to_names(g))
     assert raised > 50  # the partitions prove something
+
+
+def test_the_two_phase_solve_keeps_the_first_phase_bound(monkeypatch):
+    """``proofs.solve_relaxation``: when the second phase reports a lower bound than the first
+    proved (CP-SAT without presolve starts its own bound from the objective's terms, not from
+    the ``objective >= bound`` row the first phase added), the outcome's ``bound`` is still the
+    first's. CP-SAT is replaced by two scripted outcomes."""
+    from ortools.sat.python import cp_model
+
+    import memsched.solvers.engines.cpsat as engine
+    from memsched.solvers.remat.proofs import RELAX_SUBSOLVERS_THEN, solve_relaxation
+
+    m = cp_model.CpModel()
+    xs = [m.NewBoolVar(f"x{i}") for i in range(3)]
+    m.Minimize(sum(xs))
+    phases = iter([engine.CpsatOutcome("unknown", None, 0.0, False, 5.0),
+                   engine.CpsatOutcome("unknown", None, 0.0, False, 0.0)])
+    monkeypatch.setattr(engine, "solve_cpsat", lambda *a, **k: next(phases))
+    run = solve_relaxation(m, sum(xs), time_limit=60, workers=1, seed=0, name="t", first_s=1)
+    assert run.subsolvers == RELAX_SUBSOLVERS_THEN and run.bound == 5.0  # the second phase's outcome

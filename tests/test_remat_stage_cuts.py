@@ -159,10 +159,7 @@ def test_a_round_cut_short_never_replaces_the_known_schedule_by_a_dearer_one(mon
     class Unfinished:
         def __init__(self, run):
             self.run, self.status, self.has_solution, self.interrupted = run, "feasible", run.has_solution, False
-            self.wall_s, self.subsolvers, self.solver = run.wall_s, run.subsolvers, self
-
-        def BestObjectiveBound(self):
-            return 0.0
+            self.wall_s, self.subsolvers, self.solver, self.bound = run.wall_s, run.subsolvers, self, 0.0
 
         def BooleanValue(self, v):
             return self.run.solver.BooleanValue(v)
@@ -194,10 +191,7 @@ def test_a_relaxation_answer_against_the_known_schedule_is_a_disagreement(monkey
         def __init__(self, run):
             self.run, self.interrupted, self.solver = run, False, self
             self.status, self.has_solution = ("feasible", True) if claim == "a bound above it" else ("infeasible", False)
-            self.wall_s, self.subsolvers = run.wall_s, run.subsolvers
-
-        def BestObjectiveBound(self):
-            return 1e9
+            self.wall_s, self.subsolvers, self.bound = run.wall_s, run.subsolvers, 1e9
 
         def BooleanValue(self, v):
             return self.run.solver.BooleanValue(v)

@@ -23,11 +23,14 @@ __all__ = ["CpsatOutcome", "solve_cpsat", "resolve_workers"]
 class CpsatOutcome:
     """What one CP-SAT solve ended with. ``status`` is CP-SAT's own verdict about the model
     (``optimal``, ``feasible``, ``infeasible``, ``unknown`` or ``invalid``); what it means for
-    the asked problem is the caller's business. ``solver`` keeps the incumbent's values."""
+    the asked problem is the caller's business. ``solver`` keeps the incumbent's values;
+    ``bound`` is CP-SAT's best objective bound (a caller that proved a better one by other
+    means, as ``proofs.solve_relaxation`` over its two phases, may raise it)."""
     status: str
     solver: object  # ortools.sat.python.cp_model.CpSolver
     wall_s: float
     interrupted: bool
+    bound: float = float("nan")
 
     @property
     def has_solution(self) -> bool:
@@ -93,4 +96,4 @@ def solve_cpsat(model, *, time_limit: float, workers: int = 0, seed: int = 0, lo
     code = out.get("code", cp_model.UNKNOWN)
     status = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible", cp_model.INFEASIBLE: "infeasible",
               cp_model.MODEL_INVALID: "invalid"}.get(code, "unknown")
-    return CpsatOutcome(status, solver, time.perf_counter() - t0, interrupted)
+    return CpsatOutcome(status, solver, time.perf_counter() - t0, interrupted, solver.BestObjectiveBound())

@@ -74,8 +74,11 @@ def solve_relaxation(model, objective_expr, *, time_limit: float, workers: int, 
     phases of ``RELAX_SUBSOLVERS``: when the first does not end it (optimal or infeasible), the
     model gets ``objective >= `` its proven bound (valid: no solution lies below it) and its
     best solution as the hint, and the second pair runs for the time left. Returns the second
-    phase's ``CpsatOutcome``, or the first's when the second found no solution. The model
-    keeps the added bound. ``callback``: a ``CpSolverSolutionCallback`` called on every
+    phase's ``CpsatOutcome``, or the first's when the second found no solution; its ``bound``
+    is the best objective bound either phase proved (CP-SAT without presolve may report a
+    lower bound in the second phase than the constraint added from the first: its own bound
+    starts from the objective's terms, not from that constraint). The model keeps the added
+    bound. ``callback``: a ``CpSolverSolutionCallback`` called on every
     incumbent of both phases. ``pairs``: the two subsolver pairs in the order to run them
     (default ``(RELAX_SUBSOLVERS, RELAX_SUBSOLVERS_THEN)``). The outcome returned carries the
     pair that produced it as ``subsolvers``. ``first_s``: the first phase's seconds at most
@@ -93,7 +96,7 @@ def solve_relaxation(model, objective_expr, *, time_limit: float, workers: int, 
     left = time_limit - (time.perf_counter() - t0)
     if run.status in ("optimal", "infeasible", "invalid") or run.interrupted or left < 0.5:
         return run
-    bound = run.solver.BestObjectiveBound()
+    bound = run.bound
     if math.isfinite(bound):
         model.Add(objective_expr >= math.ceil(bound - 1e-6))
     if run.has_solution:
@@ -104,6 +107,8 @@ def solve_relaxation(model, objective_expr, *, time_limit: float, workers: int, 
     then = solve_cpsat(model, time_limit=left, workers=int(workers), seed=seed, name=name,
                        params={"subsolvers": list(two), **RELAX_PARAMS}, callback=callback)
     then.subsolvers = tuple(two)
+    if math.isfinite(bound) and then.status != "infeasible":
+        run.bound = then.bound = max(bound, then.bound) if math.isfinite(then.bound) else bound
     if then.interrupted or then.has_solution or then.status == "infeasible" or not run.has_solution:
         return then  # an interrupted second phase is reported as such (the caller stops)
     return run
@@ -355,7 +360,7 @@ def given_relaxation_bound(graph: Graph, B: int, caps, *, upto: float | None = N
             out.infeasible = out.complete = True
             out.checks.append((0.0, "relaxation infeasible", took))
         return out
-    bound = run.solver.BestObjectiveBound()
+    bound = run.bound  # both phases' best
     if math.isfinite(bound) and bound > 0:
         out.extra = float(math.ceil(bound - 1e-6) * rx.cost_div)
     out.complete = run.status == "optimal"

@@ -458,7 +458,7 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
             break
         if not run.has_solution:
             break
-        bound = run.solver.BestObjectiveBound() if objective else 0.0
+        bound = run.bound if objective else 0.0  # solve_relaxation's: the best of its two phases
         if math.isfinite(bound):
             lb = max(lb, math.ceil(bound - 1e-6))
         if objective and below is not None and lb * div > below + 1e-9:
