@@ -208,6 +208,27 @@ def test_a_relaxation_answer_against_the_known_schedule_is_a_disagreement(monkey
     assert checked > 20
 
 
+def test_a_round_without_a_solution_keeps_its_bound(monkeypatch):
+    """A round that ends with no solution found still proves CP-SAT's bound (here scripted:
+    extra >= one cost unit): the loop reports it ("bound"), and with a known schedule at that
+    value, "below-optimal". Before, such a round ended the loop with no bound at all."""
+    import memsched.solvers.remat.proofs as proofs
+    from memsched.solvers.engines.cpsat import CpsatOutcome
+
+    monkeypatch.setattr(proofs, "solve_relaxation", lambda *a, **k: CpsatOutcome("unknown", None, 0.0, False, 1.0))
+    checked = 0
+    for seed, g, B in list(_instances())[:100]:
+        out = given_relaxation_with_cuts(g, B, [1] * g.n_ops, time_limit=2)
+        if out.relaxation is None:
+            continue
+        div = out.relaxation.cost_div
+        assert out.status == "bound" and out.extra == div, (seed, out.status, out.extra, out.log)
+        again = given_relaxation_with_cuts(g, B, [1] * g.n_ops, below=div, time_limit=2)
+        assert again.status == "below-optimal" and again.extra == div, (seed, again.status, again.log)
+        checked += 1
+    assert checked > 50
+
+
 def _check_driver_answer(seed, g, B, res, truth) -> None:
     """The driver's answer is the referee's: infeasible without a schedule, or optimal at the
     referee's compute with a schedule of the class within B and the cap."""

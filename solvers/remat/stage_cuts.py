@@ -456,9 +456,8 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
                 out.status = "infeasible"
             note(out.rounds, "no solution left", round(time.perf_counter() - t0, 3))
             break
-        if not run.has_solution:
-            break
-        bound = run.bound if objective else 0.0  # solve_relaxation's: the best of its two phases
+        # CP-SAT's bound holds with or without a solution (solve_relaxation's: its phases' best)
+        bound = run.bound if objective else 0.0
         if math.isfinite(bound):
             lb = max(lb, math.ceil(bound - 1e-6))
         if objective and below is not None and lb * div > below + 1e-9:
@@ -472,6 +471,11 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
             out.status, out.extra = ("optimal" if out.schedule is not None else "below-optimal"), below
             note(out.rounds, f"relaxation {run.status}, extra >= {lb * div:g}: no solution below {below:g}",
                  round(time.perf_counter() - t0, 3))
+            break
+        if not run.has_solution:
+            if objective:
+                note(out.rounds, f"relaxation {run.status}, extra >= {lb * div:g}, no solution found",
+                     round(time.perf_counter() - t0, 3))
             break
         value = run.solver.BooleanValue
         seq, bad, undecided = _run_stages(cuts, value, first, last)
