@@ -147,24 +147,31 @@ def test_below_a_known_schedule(monkeypatch, as_constraint):
     assert min(seen.values()) > 200, seen
 
 
+def _script_relaxation(monkeypatch, status: str, bound: float) -> None:
+    """Replace ``proofs.solve_relaxation`` by the real solve reported with CP-SAT status
+    ``status`` and objective bound ``bound`` (the real solution's values kept, if any)."""
+    import memsched.solvers.remat.proofs as proofs
+
+    real = proofs.solve_relaxation
+
+    class Scripted:
+        def __init__(self, run):
+            self.run, self.solver, self.interrupted, self.status, self.bound = run, self, False, status, bound
+            self.has_solution = status in ("optimal", "feasible") and run.has_solution
+            self.wall_s, self.subsolvers = run.wall_s, run.subsolvers
+
+        def BooleanValue(self, v):
+            return self.run.solver.BooleanValue(v)
+
+    monkeypatch.setattr(proofs, "solve_relaxation", lambda *a, **k: Scripted(real(*a, **k)))
+
+
 def test_a_round_cut_short_never_replaces_the_known_schedule_by_a_dearer_one(monkeypatch):
     """A round that ends without a proof (here: every solve reported as unfinished, bound 0)
     with a solution whose stages all run but whose compute is not below ``below`` leaves no
     schedule: the caller's known schedule stays the best (docs/remat.md, "A known schedule ends
     the loop")."""
-    import memsched.solvers.remat.proofs as proofs
-
-    real = proofs.solve_relaxation
-
-    class Unfinished:
-        def __init__(self, run):
-            self.run, self.status, self.has_solution, self.interrupted = run, "feasible", run.has_solution, False
-            self.wall_s, self.subsolvers, self.solver, self.bound = run.wall_s, run.subsolvers, self, 0.0
-
-        def BooleanValue(self, v):
-            return self.run.solver.BooleanValue(v)
-
-    monkeypatch.setattr(proofs, "solve_relaxation", lambda *a, **k: Unfinished(real(*a, **k)))
+    _script_relaxation(monkeypatch, "feasible", 0.0)
     checked = 0
     for seed, g, B in list(_instances())[:300]:
         ref = remat(g, B, cap=1, order="given")
@@ -182,21 +189,9 @@ def test_a_relaxation_answer_against_the_known_schedule_is_a_disagreement(monkey
     """With ``below`` the extra compute of a schedule of the class, a round that proves more
     (a bound above it, or no solution at all) contradicts that schedule: SolverDisagreement,
     never "below-optimal" (CP-SAT is replaced by a solve that claims it)."""
-    import memsched.solvers.remat.proofs as proofs
     from memsched.solvers.result import SolverDisagreement
 
-    real = proofs.solve_relaxation
-
-    class Overclaim:
-        def __init__(self, run):
-            self.run, self.interrupted, self.solver = run, False, self
-            self.status, self.has_solution = ("feasible", True) if claim == "a bound above it" else ("infeasible", False)
-            self.wall_s, self.subsolvers, self.bound = run.wall_s, run.subsolvers, 1e9
-
-        def BooleanValue(self, v):
-            return self.run.solver.BooleanValue(v)
-
-    monkeypatch.setattr(proofs, "solve_relaxation", lambda *a, **k: Overclaim(real(*a, **k)))
+    _script_relaxation(monkeypatch, "feasible" if claim == "a bound above it" else "infeasible", 1e9)
     checked = 0
     for seed, g, B in list(_instances())[:100]:
         ref = remat(g, B, cap=1, order="given")

@@ -460,7 +460,7 @@ def given_relaxation_with_cuts(graph: Graph, B: int, caps, *, below: float | Non
         bound = run.bound if objective else 0.0
         if math.isfinite(bound):
             lb = max(lb, math.ceil(bound - 1e-6))
-        if objective and below is not None and lb * div > below + 1e-9:
+        if objective and below is not None and not BELOW_AS_CONSTRAINT and lb * div > below + 1e-9:
             _disagree(f"proven extra compute {lb * div:g}, above {below:g}, a schedule's of the class")
         out.extra = float(lb * div)
         if on_bound is not None and objective:
