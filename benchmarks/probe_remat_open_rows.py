@@ -75,12 +75,16 @@ def windows(a) -> None:
     from memsched.solvers.engines.cpsat import solve_cpsat
 
     g, B = _load(a.graph, a.ratio)
-    print(f"{a.graph} r={a.ratio} B={B}: compact relaxation windows, feasibility, {a.time_limit} s each")
+    form = "expanded" if a.expanded else "compact"
+    print(f"{a.graph} r={a.ratio} B={B}: {form} relaxation windows, feasibility, {a.time_limit} s each"
+          f"{', no presolve' if a.no_presolve else ''}")
     for spec in a.windows:
         lo, hi = (int(x) for x in spec.split("-"))
         t = time.perf_counter()
-        rx = build_given_relaxation(g, B, [1] * g.n_ops, compact=True, objective=False, window=(lo, hi))
-        run = solve_cpsat(rx.model, time_limit=a.time_limit, workers=a.workers, seed=0, name="probe-window")
+        rx = build_given_relaxation(g, B, [1] * g.n_ops, compact=not a.expanded, objective=False, window=(lo, hi))
+        params = {"cp_model_presolve": False} if a.no_presolve else None
+        run = solve_cpsat(rx.model, time_limit=a.time_limit, workers=a.workers, seed=0, params=params,
+                          name="probe-window")
         verdict = {"optimal": "feasible", "feasible": "feasible",
                    "infeasible": "no solution: no schedule of the given-order class fits B"}.get(run.status, run.status)
         print(f"  stages {lo}..{hi}: {verdict} ({time.perf_counter() - t:.1f} s)", flush=True)
@@ -181,10 +185,58 @@ def free_size(a) -> None:
         print(f"  CP-SAT feasibility: {run.status} after {time.perf_counter() - t:.1f} s, peak RSS {_rss_mb()} MB")
 
 
+def gap_cover(a) -> None:
+    """The moment covering program of docs/remat.md ("Moment-cut covering bound", given order,
+    simple rows) with one variable per inter-read gap of each tensor instead of one per
+    operator (docs/remat-low-budgets.md, section 11); ``--per-operator``: the plain program."""
+    from ortools.sat.python import cp_model
+
+    g, B = _load(a.graph, a.ratio)
+    if g.input_idx or g.pinned_idx or g.output_idx or any(len(o) != 1 for o in g.op_out):
+        print("probe: gap-cover handles graphs without graph inputs, pinned or required outputs, one output per "
+              "operator (the random_layered graphs)", file=sys.stderr)
+        sys.exit(2)
+    t = time.perf_counter()
+    pi = g.given_order()
+    pos = {v: i for i, v in enumerate(pi)}
+    reads = [sorted(pos[c] for c in g.consumers[j]) for j in range(g.n_tensors)]
+    md = cp_model.CpModel()
+    z, rows = {}, 0
+    for k, v in enumerate(pi):
+        io = set(g.op_in[v]) | set(g.op_out[v])
+        live = [j for j in range(g.n_tensors)
+                if j not in io and pos[g.producer[j]] < k and reads[j] and reads[j][-1] > k and g.size[j]]
+        d = sum(g.size[j] for j in io) + g.workspace[v] + sum(g.size[j] for j in live) - B
+        if d <= 0:
+            continue
+        terms = []
+        for j in live:
+            key = (j, 0 if a.per_operator else sum(1 for s in reads[j] if s < k))  # the gap holding moment k
+            if key not in z:
+                z[key] = md.NewBoolVar(f"z_{key[0]}_{key[1]}")
+            terms.append(min(g.size[j], d) * z[key])
+        md.Add(sum(terms) >= d)
+        rows += 1
+    by_op = {}
+    for (j, _gap), var in z.items():
+        by_op.setdefault(g.producer[j], []).append(var)
+    for vs in by_op.values():
+        md.Add(sum(vs) <= 1)  # cap 1: one recomputation, one gap
+    md.Minimize(sum(int(g.cost[p]) * var for p, vs in by_op.items() for var in vs))
+    s = cp_model.CpSolver()
+    s.parameters.max_time_in_seconds = a.time_limit
+    s.parameters.num_workers = a.workers
+    st = s.Solve(md)
+    base = g.total_cost()
+    print(f"{a.graph} r={a.ratio} B={B}: {'per-operator' if a.per_operator else 'per-gap'} covering program, "
+          f"{rows} rows, {len(z)} variables: {s.StatusName(st)}, extra >= {s.BestObjectiveBound():g} "
+          f"(compute >= {base + s.BestObjectiveBound():g}), {time.perf_counter() - t:.1f} s")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="what", required=True)
-    for name in ("windows", "realize", "free-size", "cuts"):
+    for name in ("windows", "realize", "free-size", "cuts", "gap-cover"):
         p = sub.add_parser(name)
         p.add_argument("graph", choices=sorted(GRAPHS))
         p.add_argument("ratio", type=float)
@@ -192,6 +244,8 @@ def main(argv=None) -> int:
         if name == "windows":
             p.add_argument("windows", nargs="+", metavar="A-B")
             p.add_argument("--time-limit", type=float, default=20.0)
+            p.add_argument("--expanded", action="store_true", help="the expanded form (default: compact)")
+            p.add_argument("--no-presolve", action="store_true", help="CP-SAT without its presolve")
         if name == "realize":
             p.add_argument("--time-limit", type=float, default=300.0)
             p.add_argument("--max-perm", type=int, default=7)
@@ -212,8 +266,11 @@ def main(argv=None) -> int:
             p.add_argument("--max-downsets", type=int, default=100_000)
             p.add_argument("--solve-s", type=float, default=0.0)
             p.add_argument("--no-presolve", action="store_true")
+        if name == "gap-cover":
+            p.add_argument("--time-limit", type=float, default=60.0)
+            p.add_argument("--per-operator", action="store_true", help="one variable per operator (the plain program)")
     a = ap.parse_args(argv)
-    {"windows": windows, "realize": realize, "free-size": free_size, "cuts": cuts}[a.what](a)
+    {"windows": windows, "realize": realize, "free-size": free_size, "cuts": cuts, "gap-cover": gap_cover}[a.what](a)
     return 0
 
 
