@@ -274,8 +274,11 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
     upto : float, optional
         Stop once the proven extra reaches it (e.g. an incumbent's extra compute).
     downset : bool
-        Free order: also solve the down-set covering program (solvers/remat/downset_bound.py)
-        with half the time left before the closure rows, and keep the larger bound.
+        Also the one-moment minimum cuts (solvers/remat/lagrange_bound.py) with a quarter of
+        the time left; then, free order: the down-set covering program
+        (solvers/remat/downset_bound.py), given order: several moments at once
+        (solvers/remat/joint_moments.py), each with half the time left, before the closure
+        rows; the largest bound is kept.
     nogoods : iterable of sets of operators
         Sets W such that no schedule of the class within B and the caps runs again only
         operators of W (proven by the caller, e.g. an infeasible search restricted to W:
@@ -325,6 +328,8 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
         out.complete = True
         if downset:
             _lagrange_stage(g, int(B), caps, out, t0, deadline, upto)
+        if downset and order == "given":
+            _joint_stage(g, int(B), caps, out, t0, deadline, upto, workers, seed)
         if downset and order == "free":
             _downset_stage(g, int(B), caps, out, t0, deadline, upto, workers, seed)
         return out
@@ -455,6 +460,10 @@ def cut_cover_bound(graph: Graph, B: int, caps=None, order: str = "free", *, tim
         _lagrange_stage(g, int(B), caps, out, t0, deadline, upto)
         if out.infeasible:
             return out
+    if downset and order == "given":
+        _joint_stage(g, int(B), caps, out, t0, deadline, upto, workers, seed)
+        if out.infeasible:
+            return out
     if downset and order == "free":
         _downset_stage(g, int(B), caps, out, t0, deadline, upto, workers, seed)
         if out.infeasible:
@@ -493,6 +502,27 @@ def _lagrange_stage(g: Graph, B: int, caps, out: CutCoverBound, t0: float, deadl
         out.extra = lb.extra
         out.checks.append((lb.extra, f"one moment by minimum cuts ({g.ops[lb.moment].name}): "
                            f"{lb.stats['moments']} of {lb.stats['of']} moments", round(time.perf_counter() - t0, 3)))
+
+
+def _joint_stage(g: Graph, B: int, caps, out: CutCoverBound, t0: float, deadline: float, upto, workers: int,
+                 seed: int) -> None:
+    """Given order: the one-moment programs of the tightest moments solved together
+    (solvers/remat/joint_moments.py) with half the time left; the larger bound is kept, its
+    infeasibility ends the bound (in place)."""
+    if out.infeasible or (upto is not None and out.extra >= upto - 1e-9) or deadline - time.perf_counter() <= 0.2:
+        return
+    from memsched.solvers.remat.joint_moments import joint_moment_bound
+
+    jb = joint_moment_bound(g, B, caps, time_limit=(deadline - time.perf_counter()) / 2, workers=workers, seed=seed,
+                            upto=upto)
+    out.stats["joint"] = {"extra": jb.extra, "moments": len(jb.moments), "checks": jb.checks}
+    if jb.infeasible:
+        out.infeasible = out.complete = True
+        out.reason = jb.reason
+    elif jb.extra > out.extra:
+        out.extra = jb.extra
+        out.checks.append((jb.extra, f"several moments at once: {len(jb.moments)} moments",
+                           round(time.perf_counter() - t0, 3)))
 
 
 def _downset_stage(g: Graph, B: int, caps, out: CutCoverBound, t0: float, deadline: float, upto, workers: int,
