@@ -22,6 +22,9 @@ B = floor(r x P) with P the given order's peak.
   (a schedule found there is a free-order schedule; B stays that of the given order);
   ``--window A``: only the stages A..n (docs/remat.md, "Stage cuts on a window": "infeasible"
   still refutes the class, nothing else is claimed); ``--max-nodes N``: the stage search's limit.
+* ``joint GRAPH R``: the given-order bound of several moments at once (docs/remat.md,
+  "Several moments at once"), alone, with ``--no-couple`` without its cap-1 rows.
+* ``gap-cover GRAPH R``: the per-gap covering program (docs/remat-low-budgets.md, section 11).
 * ``free-size GRAPH R``: builds the free-order down-set relaxation (docs/remat.md,
   "Free-order stage relaxation") without the driver's limit on down-sets and prints its
   size; ``--solve-s S`` then runs CP-SAT on it as a feasibility test (``--workers``,
@@ -233,10 +236,25 @@ def gap_cover(a) -> None:
           f"(compute >= {base + s.BestObjectiveBound():g}), {time.perf_counter() - t:.1f} s")
 
 
+def joint(a) -> None:
+    """Several moments at once (solvers/remat/joint_moments.py; docs/remat.md, "Several moments
+    at once"): the given-order lower bound alone, with each program size it solved."""
+    from memsched.solvers.remat.joint_moments import joint_moment_bound
+
+    g, B = _load(a.graph, a.ratio)
+    t = time.perf_counter()
+    out = joint_moment_bound(g, B, [1] * g.n_ops, time_limit=a.time_limit, workers=a.workers, couple=not a.no_couple)
+    base = g.total_cost()
+    verdict = "infeasible: " + out.reason if out.infeasible else f"extra >= {out.extra:g} (compute >= {base + out.extra:g})"
+    print(f"{a.graph} r={a.ratio} B={B}: {verdict}, {time.perf_counter() - t:.1f} s")
+    for extra, what, s in out.checks:
+        print(f"  {what}: extra >= {extra:g} at {s:.1f} s")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="what", required=True)
-    for name in ("windows", "realize", "free-size", "cuts", "gap-cover"):
+    for name in ("windows", "realize", "free-size", "cuts", "gap-cover", "joint"):
         p = sub.add_parser(name)
         p.add_argument("graph", choices=sorted(GRAPHS))
         p.add_argument("ratio", type=float)
@@ -269,8 +287,11 @@ def main(argv=None) -> int:
         if name == "gap-cover":
             p.add_argument("--time-limit", type=float, default=60.0)
             p.add_argument("--per-operator", action="store_true", help="one variable per operator (the plain program)")
+        if name == "joint":
+            p.add_argument("--time-limit", type=float, default=30.0)
+            p.add_argument("--no-couple", action="store_true", help="without the cap-1 rows")
     a = ap.parse_args(argv)
-    {"windows": windows, "realize": realize, "free-size": free_size, "cuts": cuts, "gap-cover": gap_cover}[a.what](a)
+    {"windows": windows, "realize": realize, "free-size": free_size, "cuts": cuts, "gap-cover": gap_cover, "joint": joint}[a.what](a)
     return 0
 
 

@@ -21,7 +21,7 @@ Every schedule of the given-order class within B and the caps gives a solution w
 objective is at most its extra compute; so CP-SAT's proven bound on the joint program is a
 lower bound for the class, and a program with no solution refutes B for the class. The
 program grows: the tightest few moments first, then twice as many while each is solved to
-optimality within its share of the time.
+optimality within its share of the time and raises the bound.
 """
 from __future__ import annotations
 
@@ -127,7 +127,9 @@ def joint_moment_bound(graph: Graph, B: int, caps=None, *, time_limit: float = 1
     """The joint bound (module docstring) for the given-order class, within ``time_limit``
     seconds: programs of the ``FIRST_MOMENTS`` tightest moments, then twice as many, ... (or
     of ``moments``, tightest first), each solved by the relaxation's two-phase CP-SAT solve
-    with half the time left (the last one with all of it); the best bound proven is kept.
+    with half the time left (the last one with all of it), until one is not solved to
+    optimality or, past the first, proves no more than the one before; the best bound proven
+    is kept.
     ``upto``: stop once the bound reaches it (an incumbent's extra compute). ``couple=False``:
     without the cap-1 rows."""
     from memsched.solvers.remat.lagrange_bound import _given_tight
@@ -162,7 +164,7 @@ def joint_moment_bound(graph: Graph, B: int, caps=None, *, time_limit: float = 1
                           f"(docs/remat.md, \"Several moments at once\")")
             out.checks.append((out.extra, f"{size} moments: infeasible", took))
             return out
-        bound = run.bound
+        bound, before = run.bound, out.extra
         if math.isfinite(bound) and bound > 0:
             val = math.ceil(bound - 1e-6) / scale
             if val > out.extra:
@@ -170,5 +172,7 @@ def joint_moment_bound(graph: Graph, B: int, caps=None, *, time_limit: float = 1
         out.checks.append((out.extra, f"{size} moments: {run.status}", took))
         if last or run.status != "optimal" or (upto is not None and out.extra >= upto - 1e-9):
             break
+        if size > FIRST_MOMENTS and out.extra <= before:
+            break  # twice the moments proved nothing more: the next doubling is not tried
         size = min(2 * size, len(tight))
     return out
