@@ -73,7 +73,7 @@ from dataclasses import dataclass
 from memsched.formulations import COMPUTE, FREE, Graph, Schedule, evaluate
 
 __all__ = ["RefRemat", "order_peak", "least_peak", "remat", "remat_all", "naive_remat", "in_class", "ORDERS", "CAPS",
-           "check_free_compute_bound"]
+           "check_compute_bound", "check_free_compute_bound", "seeded_bound_sweep"]
 
 ORDERS = ("free", "given", "stage")
 CAPS = (0, 1, 2, None)
@@ -338,18 +338,42 @@ def _finish(g, B, st, parent, head, d, settled) -> RefRemat:
     return RefRemat(ev.compute, sched, ev.peak, settled)
 
 
-def check_free_compute_bound(g: Graph, B: int, cap, bound):
-    """Run ``bound(g, B, caps)`` (a free-order lower bound on extra compute: an object with
-    ``extra`` and ``infeasible``) for the uniform ``cap`` and hold it against the referee: never
-    "infeasible" where a schedule exists, never above the least compute. Returns (bound's
-    result, referee's result)."""
-    ref = remat(g, B, cap=cap, order="free")
+def check_compute_bound(g: Graph, B: int, cap, bound, order: str = "free"):
+    """Run ``bound(g, B, caps)`` (a lower bound on extra compute for class ``order``: an object
+    with ``extra`` and ``infeasible``) for the uniform ``cap`` and hold it against the referee:
+    never "infeasible" where a schedule of the class exists, never above the class's least
+    compute. Returns (bound's result, referee's result)."""
+    ref = remat(g, B, cap=cap, order=order)
     caps = None if cap is None else [cap] * g.n_ops
     b = bound(g, B, caps)
     if ref.compute is not None:
         assert not b.infeasible, (g.name, B, cap, getattr(b, "reason", None), ref.compute)
         assert g.total_cost() + b.extra <= ref.compute + 1e-6, (g.name, B, cap, b.extra, ref.compute)
     return b, ref
+
+
+def check_free_compute_bound(g: Graph, B: int, cap, bound):
+    """:func:`check_compute_bound` for a free-order bound."""
+    return check_compute_bound(g, B, cap, bound, "free")
+
+
+def seeded_bound_sweep(bound, caps, seeds, order: str = "free", max_ops: int = 7) -> tuple[int, int, int]:
+    """:func:`check_compute_bound` on the seeded tiny instances of ``seeds``
+    (``referee_strategies.random_tiny_graph``) for every cap of ``caps``. Returns (tried,
+    positive, infeasible): the (instance, cap) pairs whose optimum needs extra compute, those of
+    them on which the bound proves some, and the refutations."""
+    from referee_strategies import random_tiny_graph
+
+    tried = positive = infeasible = 0
+    for seed in seeds:
+        g, B = random_tiny_graph(seed, max_ops=max_ops)
+        for cap in caps:
+            b, ref = check_compute_bound(g, B, cap, bound, order)
+            infeasible += b.infeasible
+            if ref.compute is not None and ref.compute > g.total_cost():
+                tried += 1
+                positive += b.extra > 1e-9
+    return tried, positive, infeasible
 
 
 def remat_all(g: Graph, B: int, caps=CAPS, orders=ORDERS) -> dict:

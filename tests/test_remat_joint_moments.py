@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from memsched.solvers.remat.joint_moments import joint_moment_bound
 
-from referee import remat
+from referee import check_compute_bound, seeded_bound_sweep
 from referee_strategies import random_tiny_graph, tiny_instances
 
 SET = dict(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
@@ -17,15 +17,8 @@ SET = dict(deadline=None, derandomize=True, suppress_health_check=list(HealthChe
 CAPS = (0, 1, 2, None)
 
 
-def _check(g, B, cap, seed=None):
-    caps = None if cap is None else [cap] * g.n_ops
-    b = joint_moment_bound(g, B, caps, time_limit=30, moments=range(g.n_ops))
-    ref = remat(g, B, cap=cap, order="given")
-    if ref.compute is None:
-        return b, ref
-    assert not b.infeasible, (seed, cap, b.reason, ref.compute)
-    assert g.total_cost() + b.extra <= ref.compute + 1e-6, (seed, cap, b.extra, ref.compute, b.checks)
-    return b, ref
+def _bound(g, B, caps):
+    return joint_moment_bound(g, B, caps, time_limit=30, moments=range(g.n_ops))
 
 
 @settings(max_examples=150, **SET)
@@ -33,22 +26,14 @@ def _check(g, B, cap, seed=None):
 def test_the_bound_never_exceeds_the_class_optimum(inst):
     g, B = inst
     for cap in CAPS:
-        _check(g, B, cap)
+        check_compute_bound(g, B, cap, _bound, "given")
 
 
 def test_seeded_instances_all_caps():
     """2,000 seeded instances, caps 0, 1, 2 and unbounded: never above the given-order class's
     optimum, infeasible only when it has no schedule; it proves extra compute on some instances
     and refutes some budgets."""
-    positive = infeasible = tried = 0
-    for seed in range(2000):
-        g, B = random_tiny_graph(seed, max_ops=7)
-        for cap in CAPS:
-            b, ref = _check(g, B, cap, seed)
-            infeasible += b.infeasible
-            if ref.compute is not None and ref.compute > g.total_cost():
-                tried += 1
-                positive += b.extra > 1e-9
+    tried, positive, infeasible = seeded_bound_sweep(_bound, CAPS, range(2000), order="given")
     assert tried >= 100, tried
     assert positive > 0, (positive, tried)
     assert infeasible > 0

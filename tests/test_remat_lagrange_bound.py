@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from memsched.solvers.remat.lagrange_bound import lagrange_bound
 
-from referee import check_free_compute_bound, remat
+from referee import check_free_compute_bound, remat, seeded_bound_sweep
 from referee_strategies import random_tiny_graph, tiny_instances
 
 SET = dict(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
@@ -34,15 +34,8 @@ def test_seeded_instances_all_caps():
     """3,000 seeded instances, caps 0, 1 and unbounded: never above the referee's optimum,
     infeasible only when the referee has no schedule; it proves extra compute on some
     instances and refutes some budgets."""
-    positive = infeasible = tried = 0
-    for seed in range(3000):
-        g, B = random_tiny_graph(seed, max_ops=7)
-        for cap in (0, 1, None):
-            b, ref = _check(g, B, cap)
-            infeasible += b.infeasible
-            if ref.compute is not None and ref.compute > g.total_cost():
-                tried += 1
-                positive += b.extra > 1e-9
+    bound = lambda g, B, caps: lagrange_bound(g, B, caps, time_limit=30, moments=range(g.n_ops))  # noqa: E731
+    tried, positive, infeasible = seeded_bound_sweep(bound, (0, 1, None), range(3000))
     assert tried >= 100, tried
     assert positive > 0, (positive, tried)
     assert infeasible > 0
