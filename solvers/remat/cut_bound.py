@@ -509,7 +509,8 @@ def _joint_stage(g: Graph, B: int, caps, out: CutCoverBound, t0: float, deadline
     """Given order: the one-moment programs of the tightest moments solved together
     (solvers/remat/joint_moments.py) with half the time left; the larger bound is kept, its
     infeasibility ends the bound (in place)."""
-    if out.infeasible or (upto is not None and out.extra >= upto - 1e-9) or deadline - time.perf_counter() <= 0.2:
+    if not JOINT_MOMENTS or out.infeasible or (upto is not None and out.extra >= upto - 1e-9) \
+            or deadline - time.perf_counter() <= 0.2:
         return
     from memsched.solvers.remat.joint_moments import joint_moment_bound
 
@@ -547,6 +548,8 @@ def _downset_stage(g: Graph, B: int, caps, out: CutCoverBound, t0: float, deadli
 
 #: moments added to the closure program per round
 CLOSURE_ROWS_PER_ROUND = 8
+#: given order: run the joint program of several moments (``_joint_stage``) after the minimum cuts
+JOINT_MOMENTS = True
 #: closure rounds in a row that may leave the bound where it was before the closure stops
 #: (MobileNet / ResNet50-train at 0.6-0.7: no round raised it in 20 s; rl_n100 given order:
 #: the first round did)
