@@ -185,3 +185,39 @@ def test_the_tail_window_of_the_relaxation_claims_only_what_holds(monkeypatch):
             assert abs(res.compute - truth.compute) <= 1e-6, (seed, res.compute, truth.compute)
         closed += "relaxation's bound meets" in str(res.params.get("stop"))
     assert windows >= 30 and closed >= 5, (windows, closed)
+
+
+def test_the_resumed_joint_program_claims_optimal_only_at_the_referee_optimum(monkeypatch):
+    """The phase after the first schedule (``cp._joint_floor``) resumes the cut floor's joint
+    program of several moments where its share cut it short. Here the cut floor's call is made
+    to stop before its first program (``resume`` = 1, programs of 1, 2, 4, ... moments), so the
+    phase runs on every row with a schedule above the floor: every lower bound stays at or
+    below the referee's optimum of the class (cap 1, seeded tiny graphs), and the phase ends
+    rows as optimal only at that optimum."""
+    from memsched.solvers.remat import joint_moments
+
+    real = joint_moments.joint_moment_bound
+
+    def cut_short(g, B, caps=None, **kw):
+        if kw.get("start") is None:  # the cut floor's call: pretend its time ran out at once
+            return joint_moments.JointMomentBound(resume=1)
+        return real(g, B, caps, **kw)
+
+    monkeypatch.setattr(joint_moments, "joint_moment_bound", cut_short)
+    monkeypatch.setattr(joint_moments, "FIRST_MOMENTS", 1)
+    runs = claims = 0
+    for seed in range(1500):
+        g, B = random_tiny_graph(seed, min_ops=4)
+        if B - g.always_resident() < 0:
+            continue
+        res = solve_remat(g, B, method="cp", cap=1, order="given", time_limit=30, workers=1)
+        if "joint_moments" not in res.params:
+            continue
+        runs += 1
+        truth = remat(g, B, cap=1, order="given")
+        assert truth.compute is not None, (seed, res.status)  # the phase runs only with a schedule within B
+        assert res.lower_bound is None or res.lower_bound <= truth.compute + 1e-6, (seed, res.lower_bound, truth.compute)
+        if "joint program" in str(res.params.get("stop")):
+            claims += 1
+            assert res.status == "optimal" and abs(res.compute - truth.compute) <= 1e-6, (seed, res.compute, truth.compute)
+    assert runs >= 60 and claims >= 5, (runs, claims)

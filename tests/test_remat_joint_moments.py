@@ -58,3 +58,34 @@ def test_the_cap_one_rows_raise_the_bound():
         plain2 = joint_moment_bound(g, B, [2] * g.n_ops, couple=False, **kw)
         assert (cap2.extra, cap2.infeasible) == (plain2.extra, plain2.infeasible), seed
     assert raised > 0, raised
+
+
+def test_a_resumed_call_stays_below_the_class_optimum(monkeypatch):
+    """A call that resumes an earlier one (``start``, ``known``: the driver's phase after the
+    first schedule, ``cp._joint_floor``) gives every program all the time left and grows from
+    ``start``; its bound is the same kind of bound, never above the class optimum. Programs of
+    1, 2, 4, ... moments (``FIRST_MOMENTS = 1``) so that the growth is exercised on tiny graphs."""
+    from memsched.solvers.remat import joint_moments
+
+    monkeypatch.setattr(joint_moments, "FIRST_MOMENTS", 1)
+
+    def resumed(g, B, caps):
+        return joint_moment_bound(g, B, caps, time_limit=30, moments=range(g.n_ops), start=2, known=0.0)
+
+    tried, positive, infeasible = seeded_bound_sweep(resumed, (1, 2), range(600), order="given")
+    assert tried >= 30 and positive > 0, (tried, positive)
+
+
+def test_resume_names_the_program_cut_short():
+    """``resume`` is the size of the program the time limit cut short (None when the growth
+    ended by its own rules), so a later call can start there."""
+    for seed in range(200):
+        g, B = random_tiny_graph(seed, max_ops=7)
+        done = joint_moment_bound(g, B, [1] * g.n_ops, time_limit=30, moments=range(g.n_ops))
+        if done.infeasible or not done.checks:
+            continue
+        assert done.resume is None, (seed, done.checks)
+        cut = joint_moment_bound(g, B, [1] * g.n_ops, time_limit=0.0, moments=range(g.n_ops))
+        assert cut.resume == min(4, g.n_ops) and cut.extra == 0.0 and not cut.checks, (seed, cut)
+        return
+    raise AssertionError("no instance with a joint program")

@@ -298,6 +298,9 @@ def _phases(s: _Solve) -> SolveResult:
         if res is not None:
             return res
         s.hint_time = s.elapsed() if s.hint_time is None else s.hint_time
+        res = _joint_floor(s)
+        if res is not None:
+            return res
         # the witness search is quick where it works; it goes first unless the relaxation is built
         # in its expanded form, the prover that closes those rows (MobileNet-train 0.8 / 0.6: 1.7 /
         # 3.6 s with the witness search first, 30 / 29 s by the compact relaxation before it)
@@ -385,6 +388,44 @@ def _cut_floor(s: _Solve) -> SolveResult | None:
         return s.infeasible(cb.reason, proof="local", stop="proved infeasible by the moment-cut covering bound")
     s.floor = max(s.floor, cb.lower_bound)
     s.witness = cb.witness
+    return None
+
+
+#: share of the time left for resuming the joint program of several moments once a schedule is known
+JOINT_SHARE = 0.35
+
+
+def _joint_floor(s: _Solve) -> SolveResult | None:
+    """3c. Given-order class, finite caps, a schedule within B above the floor, and the cut
+    floor's joint program of several moments (docs/remat.md, "Several moments at once") cut
+    short by its small share: the program resumed at the size it stopped at, for
+    ``JOINT_SHARE`` of the time left, up to the schedule's extra compute. Its bound holds for
+    the class (the same proof); one that meets the schedule makes it optimal."""
+    from memsched.solvers.remat.joint_moments import joint_moment_bound
+
+    g = s.graph
+    info = (s.params.get("cut_cover_bound") or {}).get("joint") or {}
+    if (not s.gmodel or s.unbounded or s.objective != "compute" or INTERRUPTED.is_set() or JOINT_SHARE <= 0
+            or info.get("resume") is None or not s.fits(s.hint) or s.left() < 2.0):
+        return None
+    hint_c = evaluate(g, s.hint).compute
+    if same_value(s.floor, hint_c, "compute"):
+        return None
+    t = time.perf_counter()
+    s.say("bounds", f"several moments at once, resumed at {info['resume']} moments")
+    jb = joint_moment_bound(g, s.B, s.caps, time_limit=JOINT_SHARE * s.left(), workers=s.workers, seed=s.seed,
+                            upto=hint_c - s.baseline, start=info["resume"], known=info.get("extra", 0.0))
+    s.params["joint_moments"] = {"extra": jb.extra, "moments": len(jb.moments), "checks": jb.checks,
+                                 "resume": jb.resume, "s": round(time.perf_counter() - t, 3)}
+    if jb.infeasible:  # the hint is a schedule of the class within B
+        raise SolverDisagreement(f"several moments at once: {jb.reason}, though a schedule of the class fits")
+    s.floor = max(s.floor, s.baseline + jb.extra)
+    if same_value(s.floor, hint_c, "compute"):
+        return s.result(s.hint, status=Status.OPTIMAL, objective="compute", lower_bound=s.floor,
+                        extra={"time_to_best_s": round(s.hint_time, 3)},
+                        message="the joint program of several moments meets the schedule (docs/remat.md, "
+                                "\"Several moments at once\")",
+                        stop="the joint program of several moments meets the schedule (bound met)")
     return None
 
 

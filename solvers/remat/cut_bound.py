@@ -516,7 +516,7 @@ def _joint_stage(g: Graph, B: int, caps, out: CutCoverBound, t0: float, deadline
 
     jb = joint_moment_bound(g, B, caps, time_limit=(deadline - time.perf_counter()) / 2, workers=workers, seed=seed,
                             upto=upto)
-    out.stats["joint"] = {"extra": jb.extra, "moments": len(jb.moments), "checks": jb.checks}
+    out.stats["joint"] = {"extra": jb.extra, "moments": len(jb.moments), "checks": jb.checks, "resume": jb.resume}
     if jb.infeasible:
         out.infeasible = out.complete = True
         out.reason = jb.reason

@@ -42,12 +42,15 @@ class JointMomentBound:
     """``extra``: proven least extra compute of every schedule of the given-order class within
     B and the caps; ``infeasible``: no such schedule (``reason`` says why); ``moments``: the
     moments of the program that proved ``extra``; ``checks``: (extra, what, seconds) per
-    program solved."""
+    program solved; ``resume``: the program size that was cut short by the time limit (a
+    later call with more time may start there), None when the growth ended by its own rules
+    (every moment taken, or a doubling that proved nothing more)."""
     extra: float = 0.0
     infeasible: bool = False
     reason: str | None = None
     moments: list = field(default_factory=list)
     checks: list = field(default_factory=list)
+    resume: int | None = None
 
 
 def build_joint_program(graph: Graph, B: int, caps, moments, *, couple: bool = True):
@@ -123,7 +126,8 @@ def build_joint_program(graph: Graph, B: int, caps, moments, *, couple: bool = T
 
 
 def joint_moment_bound(graph: Graph, B: int, caps=None, *, time_limit: float = 10.0, workers: int = 1,
-                       seed: int = 0, upto: float | None = None, moments=None, couple: bool = True) -> JointMomentBound:
+                       seed: int = 0, upto: float | None = None, moments=None, couple: bool = True,
+                       start: int | None = None, known: float = 0.0) -> JointMomentBound:
     """The joint bound (module docstring) for the given-order class, within ``time_limit``
     seconds: programs of the ``FIRST_MOMENTS`` tightest moments, then twice as many, ... (or
     of ``moments``, tightest first), each solved by the relaxation's two-phase CP-SAT solve
@@ -131,7 +135,10 @@ def joint_moment_bound(graph: Graph, B: int, caps=None, *, time_limit: float = 1
     optimality or, past the first, proves no more than the one before; the best bound proven
     is kept.
     ``upto``: stop once the bound reaches it (an incumbent's extra compute). ``couple=False``:
-    without the cap-1 rows."""
+    without the cap-1 rows. ``start`` and ``known``: resume an earlier call (its ``resume`` and
+    ``extra``): the first program has ``start`` moments, each program gets all the time left
+    (finishing one that was cut short comes first), and a program past it must prove more
+    than ``known`` for the growth to go on (``extra`` reports only what this call proved)."""
     from memsched.solvers.remat.lagrange_bound import _given_tight
     from memsched.solvers.remat.proofs import _stop_if_interrupted, solve_relaxation
 
@@ -141,10 +148,11 @@ def joint_moment_bound(graph: Graph, B: int, caps=None, *, time_limit: float = 1
     tight = list(moments) if moments is not None else _given_tight(g, int(B))
     if not tight:
         return out
-    size = min(FIRST_MOMENTS, len(tight))
+    size = min(FIRST_MOMENTS if start is None else max(FIRST_MOMENTS, int(start)), len(tight))
     while True:
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0.2:
+            out.resume = size
             break
         last = size >= len(tight)
         md, obj, scale, bad = build_joint_program(g, B, caps, tight[:size], couple=couple)
@@ -153,7 +161,7 @@ def joint_moment_bound(graph: Graph, B: int, caps=None, *, time_limit: float = 1
             out.reason = (f"at the first computation of {g.ops[bad].name!r} its inputs, outputs and workspace "
                           f"and the always-resident tensors exceed budget {int(B)}")
             return out
-        share = left if last else left / 2
+        share = left if last or start is not None else left / 2  # a resumed call: finish what was cut short
         run = solve_relaxation(md, obj, time_limit=share, workers=workers, seed=seed, name="remat-joint-moments")
         _stop_if_interrupted(run)
         took = round(time.perf_counter() - t0, 3)
@@ -164,12 +172,14 @@ def joint_moment_bound(graph: Graph, B: int, caps=None, *, time_limit: float = 1
                           f"(docs/remat.md, \"Several moments at once\")")
             out.checks.append((out.extra, f"{size} moments: infeasible", took))
             return out
-        bound, before = run.bound, out.extra
+        bound, before = run.bound, max(out.extra, known)
         if math.isfinite(bound) and bound > 0:
             val = math.ceil(bound - 1e-6) / scale
             if val > out.extra:
                 out.extra, out.moments = val, tight[:size]
         out.checks.append((out.extra, f"{size} moments: {run.status}", took))
+        if run.status != "optimal":
+            out.resume = size  # cut short by its share of the time
         if last or run.status != "optimal" or (upto is not None and out.extra >= upto - 1e-9):
             break
         if size > FIRST_MOMENTS and out.extra <= before:
