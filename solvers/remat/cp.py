@@ -392,7 +392,7 @@ def _cut_floor(s: _Solve) -> SolveResult | None:
 
 
 #: share of the time left for resuming the joint program of several moments once a schedule is known
-JOINT_SHARE = 0.35
+JOINT_SHARE = 0.5
 
 
 def _joint_floor(s: _Solve) -> SolveResult | None:
