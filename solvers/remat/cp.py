@@ -1051,7 +1051,8 @@ def _main_solve(s: _Solve, cp, done) -> SolveResult:
         if s.objective == "compute" and s.fits(s.hint):
             extra["time_to_best_s"] = round(s.hint_time, 3)  # the solver found nothing better in time
             return s.result(s.hint, status=Status.FEASIBLE, objective="compute", lower_bound=s.floor, extra=extra,
-                            message="solver timed out; returning the warm start", stop=why)
+                            message="the main search found nothing better in time; returning the best schedule "
+                                    "of the earlier phases", stop=why)
         return s.result(None, status=Status.TIMEOUT, objective=s.objective, stop=why,
                         message=f"no solution found in {s.elapsed():.1f} s")
     sched, val = sol
