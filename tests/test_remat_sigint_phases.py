@@ -174,17 +174,35 @@ def test_ctrl_c_in_the_witness_search():
 
 @pytest.mark.skipif(not N250.exists(), reason="../shared/data is absent")
 def test_ctrl_c_in_the_tail_window_of_the_relaxation():
-    """random_layered n250 at 0.9 in the given-order class: the whole relaxation is too large
-    for its share, so its tail window of stages runs (and proves the row optimal when not
-    interrupted, docs/remat.md "Windows of stages"); Ctrl-C there returns the schedule found so
-    far, and no claim. The signal goes 3 s after the phase's line, inside the window's CP-SAT
-    search (its build takes under 1 s; the search ~7 s at this time limit): red when the runner's Ctrl-C no longer
-    stops the search (the command then exits only once the window is solved)."""
-    rc, d, err, dt, seen = interrupt_at(["remat", N250, "--budget", "0.9", "--cap", "1", "--order", "given",
-                                         "--time-limit", "20", "--progress", "--json"],
+    """random_layered n250 at 0.8 in the given-order class: the whole relaxation is too large
+    for its share, so its tail window of stages runs (docs/remat.md "Windows of stages"; at 0.9,
+    the row this test used before, the resumed joint program now proves the row optimal first);
+    Ctrl-C there returns the schedule found so far, and no claim. The signal goes 3 s after the
+    phase's line, inside the window's CP-SAT search (its build takes under 1 s; the search about
+    6 s at this time limit): red when the runner's Ctrl-C no longer stops the search (the
+    command then exits only once the window's share is spent)."""
+    rc, d, err, dt, seen = interrupt_at(["remat", N250, "--budget", "0.8", "--cap", "1", "--order", "given",
+                                         "--time-limit", "30", "--progress", "--json"],
                                         "given-order stage relaxation (compact, stages", after=3.0)
     if rc is None:
         pytest.skip(f"the solve ended before the tail window: {err[-600:]}")
+    _check(rc, d, err, dt)
+    assert d["schedule"] is not None and d["peak"] <= d["budget"], d
+    assert d["lower_bound"] < d["compute"], d
+
+
+@pytest.mark.skipif(not N250.exists(), reason="../shared/data is absent")
+def test_ctrl_c_in_the_resumed_joint_program():
+    """random_layered n250 at 0.9 in the given-order class: once the stage class has a schedule,
+    the joint program of several moments is resumed (docs/remat.md, "Resumed after the first
+    schedule"; it proves the row optimal when not interrupted). Ctrl-C 1 s after its line lands
+    in its CP-SAT solve (about 3 s) and returns that schedule with the floor from before the
+    phase: red when the runner's Ctrl-C no longer stops the search."""
+    rc, d, err, dt, seen = interrupt_at(["remat", N250, "--budget", "0.9", "--cap", "1", "--order", "given",
+                                         "--time-limit", "20", "--progress", "--json"],
+                                        "several moments at once, resumed", after=1.0)
+    if rc is None:
+        pytest.skip(f"the solve ended before the resumed joint program: {err[-600:]}")
     _check(rc, d, err, dt)
     assert d["schedule"] is not None and d["peak"] <= d["budget"], d
     assert d["lower_bound"] < d["compute"], d
