@@ -181,14 +181,7 @@ def test_ctrl_c_in_the_tail_window_of_the_relaxation():
     phase's line, inside the window's CP-SAT search (its build takes under 1 s; the search about
     6 s at this time limit): red when the runner's Ctrl-C no longer stops the search (the
     command then exits only once the window's share is spent)."""
-    rc, d, err, dt, seen = interrupt_at(["remat", N250, "--budget", "0.8", "--cap", "1", "--order", "given",
-                                         "--time-limit", "30", "--progress", "--json"],
-                                        "given-order stage relaxation (compact, stages", after=3.0)
-    if rc is None:
-        pytest.skip(f"the solve ended before the tail window: {err[-600:]}")
-    _check(rc, d, err, dt)
-    assert d["schedule"] is not None and d["peak"] <= d["budget"], d
-    assert d["lower_bound"] < d["compute"], d
+    _interrupt_given_n250("0.8", 30, "given-order stage relaxation (compact, stages", 3.0, "the tail window")
 
 
 @pytest.mark.skipif(not N250.exists(), reason="../shared/data is absent")
@@ -198,11 +191,17 @@ def test_ctrl_c_in_the_resumed_joint_program():
     schedule"; it proves the row optimal when not interrupted). Ctrl-C 1 s after its line lands
     in its CP-SAT solve (about 3 s) and returns that schedule with the floor from before the
     phase: red when the runner's Ctrl-C no longer stops the search."""
-    rc, d, err, dt, seen = interrupt_at(["remat", N250, "--budget", "0.9", "--cap", "1", "--order", "given",
-                                         "--time-limit", "20", "--progress", "--json"],
-                                        "several moments at once, resumed", after=1.0)
+    _interrupt_given_n250("0.9", 20, "several moments at once, resumed", 1.0, "the resumed joint program")
+
+
+def _interrupt_given_n250(budget: str, limit: int, marker: str, after: float, phase: str) -> None:
+    """random_layered n250, ``--order given``, Ctrl-C ``after`` seconds after the line with
+    ``marker``: the checks of a phase that runs once a schedule is known (the schedule kept,
+    nothing claimed beyond the floor)."""
+    rc, d, err, dt, _seen = interrupt_at(["remat", N250, "--budget", budget, "--cap", "1", "--order", "given",
+                                          "--time-limit", str(limit), "--progress", "--json"], marker, after=after)
     if rc is None:
-        pytest.skip(f"the solve ended before the resumed joint program: {err[-600:]}")
+        pytest.skip(f"the solve ended before {phase}: {err[-600:]}")
     _check(rc, d, err, dt)
     assert d["schedule"] is not None and d["peak"] <= d["budget"], d
     assert d["lower_bound"] < d["compute"], d
