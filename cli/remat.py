@@ -176,7 +176,12 @@ def format_result(graph: Graph, res: SolveResult, time_limit: float | None = Non
         rows.append(["note", res.message])
     rows.append(["claim", claim_words(res)])
     if res.scope:
-        rows.append(["class searched", f"{res.scope}: {class_words(res.scope)}"])
+        cc = res.params.get("caps_from_compute")
+        searched = f"{res.scope}: {class_words(res.scope)}"
+        if isinstance(cc, dict):  # docs/remat.md, "Caps from a known compute"
+            searched += (f", with at most {cc['max_cap']} extra computation(s) per operator, caps derived from "
+                         f"compute {cc['compute']:g} (they keep an optimum of the unbounded problem)")
+        rows.append(["class searched", searched])
     return table(rows, ["remat", "value"])
 
 

@@ -176,8 +176,9 @@ class RefRemat:
     states: int  # states settled (a size measure)
 
 
-def remat(g: Graph, B: int, cap: int | None = None, order: str = "free", max_states: int = 2_000_000) -> RefRemat:
-    """Least compute with peak <= B, each operator at most 1 + cap times, in class ``order``."""
+def remat(g: Graph, B: int, cap=None, order: str = "free", max_states: int = 2_000_000) -> RefRemat:
+    """Least compute with peak <= B, each operator at most 1 + cap times, in class ``order``.
+    ``cap``: an int for every operator, None (unbounded), or a list of ints, one per operator."""
     if order not in ORDERS:
         raise ValueError(order)
     n, nt = g.n_ops, g.n_tensors
@@ -212,9 +213,10 @@ def remat(g: Graph, B: int, cap: int | None = None, order: str = "free", max_sta
     head = [j for j in g.input_idx if (useless >> j) & 1]
 
     capped = cap is not None
+    caps = (list(cap) if isinstance(cap, (list, tuple)) else [cap] * n) if capped else None
     # counts packed in fields of ``w`` bits, the top bit of each a guard for the
     # componentwise comparison below (unbounded: one bit per operator = the set C run)
-    w = (cap + 1).bit_length() + 1 if capped else 1
+    w = (max(caps, default=0) + 1).bit_length() + 1 if capped else 1
     powers = [1 << (w * v) for v in range(n)]
     fmask = (1 << w) - 1
     guard = sum(1 << (w * v + w - 1) for v in range(n)) if capped else 0
@@ -265,7 +267,7 @@ def remat(g: Graph, B: int, cap: int | None = None, order: str = "free", max_sta
             c = count(cnt, v)
             first = c == 0
             if capped:
-                if c >= cap + 1:
+                if c >= caps[v] + 1:
                     continue
                 ncnt = cnt + powers[v]
             else:
@@ -405,11 +407,12 @@ def in_class(g: Graph, sched: Schedule, order: str) -> bool:
 
 
 # ----------------------------------------------------------------- naive check of the canonical form
-def naive_remat(g: Graph, B: int, cap: int | None = None, order: str = "free", max_states: int = 400_000):
+def naive_remat(g: Graph, B: int, cap=None, order: str = "free", max_states: int = 400_000):
     """Least compute by Dijkstra over explicit events (every free its own zero-cost
     event, no canonical form, no dominance); for tiny graphs only. Unbounded caps
-    use the set of operators run (see the module docstring)."""
+    use the set of operators run (see the module docstring). ``cap`` as in :func:`remat`."""
     n = g.n_ops
+    caps = None if cap is None else (list(cap) if isinstance(cap, (list, tuple)) else [cap] * n)
     gpos = {v: k for k, v in enumerate(g.given_order())}
     if sum(g.size[j] for j in g.input_idx) > B:
         return None
@@ -435,7 +438,7 @@ def naive_remat(g: Graph, B: int, cap: int | None = None, order: str = "free", m
             if mem + sum(g.size[j] for j in g.op_out[v]) + g.workspace[v] > B:
                 continue
             c = cnt[v]
-            if cap is not None and c >= cap + 1:
+            if caps is not None and c >= caps[v] + 1:
                 continue
             nl = last
             if order != "free":

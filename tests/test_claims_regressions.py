@@ -129,11 +129,13 @@ def test_cp_without_cap_finds_four_runs_and_never_says_infeasible():
     assert r.status != "infeasible"
     assert r.schedule is not None and r.compute == 12
     assert evaluate(g, r.schedule).compute_counts[g.op_index["a"]] == 4
-    assert r.scope.startswith("capped:") and int(r.scope.split(":")[1]) >= 3
-    assert r.params.get("internal_cap", 0) >= 3
-    # 12 is the optimum, but a capped model proves it only for its class
-    assert r.status in ("feasible", "optimal") and r.class_status == "optimal"
-    assert r.lower_bound is not None and r.lower_bound <= 12
+    assert r.params.get("internal_cap", 0) >= 3  # raised for the warm start, which runs a four times
+    # 12 is the optimum. A capped model proves it only for its class; the caps derived from the
+    # schedule's compute (docs/remat.md, "Caps from a known compute") make the class hold an
+    # optimum of the unbounded problem, so the claim is about the asked problem
+    assert r.params.get("caps_from_compute") is not None and r.scope == "free", (r.scope, r.params)
+    assert r.status == "optimal" and r.class_status == "optimal"
+    assert r.lower_bound == 12
 
 
 def test_four_runs_with_caps():
@@ -149,13 +151,18 @@ def test_four_runs_with_caps():
 def test_cp_without_cap_raises_the_internal_cap_when_the_capped_model_is_infeasible():
     """Same graph, warm starts unable to help (given order, where dtr-greedy and the local
     search are limited to the given first computations): the capped model at 2 is
-    infeasible, so the internal cap is doubled; the final claim names the cap it used."""
+    infeasible, so the internal cap is doubled; the final claim names the cap it used, or the
+    asked class once the caps derived from the schedule's compute replaced the internal cap
+    (docs/remat.md, "Caps from a known compute")."""
     g = ex_four_runs()
     r = solve_remat(g, 102, method="cp", cap=None, order="given", time_limit=40)
     assert r.status != "infeasible"
     if r.schedule is not None:
         assert r.compute == 12 and first_computations_follow(g, r.schedule)
-        assert "capped:" in r.scope
+        if r.params.get("caps_from_compute") is None:
+            assert "capped:" in r.scope
+        else:
+            assert r.scope == "given-first-computations" and r.status == "optimal" and r.lower_bound == 12
 
 
 # ------------------------------------ the stage class is narrower than the given order

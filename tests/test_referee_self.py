@@ -39,6 +39,22 @@ def test_canonical_search_equals_explicit_event_search(inst):
                 assert cap is None or max(ev.compute_counts) <= cap + 1
 
 
+@settings(max_examples=70, **SET)
+@given(inst=tiny_instances(max_ops=4, max_size=8), caps=st.lists(st.integers(0, 2), min_size=4, max_size=4))
+def test_per_operator_caps_agree_with_the_explicit_event_search(inst, caps):
+    """A list of caps, one per operator (used by tests/test_remat_cost_caps.py)."""
+    g, B = inst
+    caps = caps[:g.n_ops]
+    for order in ("free", "given"):
+        r = remat(g, B, caps, order)
+        n = naive_remat(g, B, caps, order)
+        assert (r.compute is None) == (n is None), (order, caps, r.compute, n)
+        if n is not None:
+            assert r.compute == pytest.approx(n)
+            counts = evaluate(g, r.schedule).compute_counts
+            assert all(c <= 1 + k for c, k in zip(counts, caps)), (counts, caps)
+
+
 @settings(max_examples=40, **SET)
 @given(inst=tiny_instances(max_ops=5, max_size=8))
 def test_agrees_with_the_special_class_brute_force(inst):

@@ -164,7 +164,8 @@ def solve_cp(graph: Graph, B, caps, objective, eps, time_limit, seed, progress, 
         if not unbounded:
             break
         eff = str(res.params.get("effective_cap", ""))
-        k = max(k, int(eff)) if eff.isdigit() else k
+        switched = res.params.get("caps_from_compute")
+        k = max(k, int(eff)) if eff.isdigit() else max(k, switched.get("internal_cap", k)) if isinstance(switched, dict) else k
         tried.append(k)
         res.params["internal_cap"] = k
         res.params["internal_caps_tried"] = list(tried)
@@ -285,6 +286,8 @@ def _phases(s: _Solve) -> SolveResult:
     res = _refute_locally(s)
     if res is not None:
         return res
+    if s.objective == "peak" and s.limit_c is not None:
+        _caps_from_compute(s, s.limit_c)
     res = _compute_floor(s)
     if res is not None:
         return res
@@ -298,6 +301,8 @@ def _phases(s: _Solve) -> SolveResult:
         if res is not None:
             return res
         s.hint_time = s.elapsed() if s.hint_time is None else s.hint_time
+        known = [evaluate(s.graph, s.hint).compute] + ([s.warm.best[0]] if s.warm.best is not None else [])
+        _caps_from_compute(s, min(known))
         res = _joint_floor(s)
         if res is not None:
             return res
@@ -364,6 +369,47 @@ def _compute_floor(s: _Solve) -> SolveResult | None:
             s.floor = s.baseline + float(min(extra_costs))
             s.params["recompute_needed"] = f"ordering lower bound {olb} > budget {s.B}"
     return _cut_floor(s)
+
+
+#: the caps derived from a known compute replace the internal cap when the model has at most this many
+#: times as many slots (one per computation allowed) as with the internal cap
+COST_CAPS_GROWTH = 2.0
+
+
+def _caps_from_compute(s: _Solve, X: float) -> None:
+    """With unbounded recomputation asked, replace the internal cap by the caps that every
+    schedule of compute below ``X`` keeps once its useless computations are dropped
+    (solvers/remat/cost_caps.py; docs/remat.md, "Caps from a known compute"): the class then
+    holds an optimum of the asked problem, and every bound of the class is one of the asked
+    problem, so the solve names the whole problem as its scope ("capped:" goes). ``X``: the
+    compute of the schedule within B known (compute objective), or the compute limit (peak
+    objective). Skipped when the model would have more than ``COST_CAPS_GROWTH`` times the slots."""
+    from memsched.solvers.remat.cost_caps import caps_from_compute, drop_useless, occurrences
+
+    if not s.unbounded or INTERRUPTED.is_set():
+        return
+    g = s.graph
+    caps = caps_from_compute(g, X, s.caps)
+    have, need = occurrences(s.ecaps), occurrences(caps)
+    if need > COST_CAPS_GROWTH * have:
+        s.params["caps_from_compute"] = f"not used: {need} slots against {have} with the internal cap"
+        return
+    if s.hint is not None:
+        hint = drop_useless(g, s.hint)
+        if s.objective == "compute" and check_caps(g, hint, caps) is not None:
+            raise SolverDisagreement(f"caps from compute {X:g}: the schedule of that compute, reduced, "
+                                     f"breaks them ({check_caps(g, hint, caps)})")
+        s.hint = hint if check_caps(g, hint, caps) is None else None
+    if s.warm.best is not None:
+        ws = s.warm.best
+        reduced = drop_useless(g, ws[1])
+        s.warm.best = (evaluate(g, reduced).compute, reduced, *ws[2:]) if check_caps(g, reduced, caps) is None else None
+    s.caps, s.unbounded = caps, False
+    s.set_cap(s.internal_cap)
+    s.params["caps_from_compute"] = {"compute": X, "max_cap": max(caps, default=0), "slots": need,
+                                     "internal_cap": s.internal_cap, "slots_internal_cap": have}
+    s.say("bounds", f"caps from compute {X:g}: at most {max(caps, default=0)} extra computations per operator, "
+                    f"{need} slots (the class holds an optimum of the unbounded problem)")
 
 
 #: share of the time left for the moment-cut covering bound (it stops early when solved)
