@@ -179,8 +179,9 @@ def format_result(graph: Graph, res: SolveResult, time_limit: float | None = Non
         cc = res.params.get("caps_from_compute")
         searched = f"{res.scope}: {class_words(res.scope)}"
         if isinstance(cc, dict):  # docs/remat.md, "Caps from a known compute"
+            src = "the compute limit" if res.objective == "peak" else "the compute of a schedule within the budget,"
             searched += (f", with at most {cc['max_cap']} extra computation(s) per operator, caps derived from "
-                         f"compute {cc['compute']:g} (they keep an optimum of the unbounded problem)")
+                         f"{src} {cc['compute']:g} (they keep an optimum of the unbounded problem)")
         rows.append(["class searched", searched])
     return table(rows, ["remat", "value"])
 

@@ -184,3 +184,17 @@ def test_least_peak_with_unbounded_recomputation_claims_the_referee_optimum():
                     assert res.peak == true, (seed, eps, order, res.peak, true)
                 switched += isinstance(res.params.get("caps_from_compute"), dict)
     assert switched > 400 and optimal > 400, (switched, optimal)
+
+
+def test_the_demo_row_is_proven_for_unbounded_recomputation_and_says_how(capsys):
+    """unet_small at 0.7 without a cap (the `make demo` graph): optimal for the unbounded
+    problem (it ended "feasible (optimal in capped:2)" before), and the text names the caps."""
+    from pathlib import Path
+
+    import memsched.cli.main as m
+
+    g = Path(__file__).resolve().parents[1] / "instances" / "shipped" / "unet_small.json"
+    assert m.main(["remat", str(g), "--budget", "0.7", "--time-limit", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "optimal for the asked problem (free order, unbounded recomputation)" in out, out
+    assert "caps derived from the compute of a schedule within the budget, 33792" in out, out
