@@ -1,9 +1,9 @@
 """Caps from a known compute, side by side (docs/remat.md, "Caps from a known compute").
 
-The cp driver without a cap (unbounded recomputation, the CLI's default) with the caps derived
-from a known compute (``cp.COST_CAPS_GROWTH = 2``, the default) and without them (``0``: the
-internal cap 2 only, the driver before), alternating which runs first from row to row, in one
-process. Every schedule is re-checked by the evaluator (``solve_remat``), and every claim holds
+The cp driver without a cap (unbounded recomputation, the CLI's default) as it is (*with*: internal
+cap ``DEFAULT_CP_CAP = 1``, replaced by the caps derived from a known compute when the model at
+most triples, ``COST_CAPS_GROWTH = 3``) and as it was (*without*: internal cap 2, no derived caps),
+alternating which runs first from row to row, in one process. Every schedule is re-checked by the evaluator (``solve_remat``), and every claim holds
 for the unbounded problem (``lift_claims``).
 
 1. Graphs: the shipped instances and the Checkmate train graphs of ../shared/data (skipped when
@@ -50,7 +50,11 @@ def graphs():
             yield name, CM_DIR / f
 
 
-def run_one(path, r, growth, time_limit, workers):
+#: (DEFAULT_CP_CAP, COST_CAPS_GROWTH) of each side
+SIDES = {"with": (1, 3.0), "without": (2, 0.0)}
+
+
+def run_one(path, r, side, time_limit, workers):
     """One solve on a freshly loaded graph with the moment-cut bound's cache emptied, so that
     neither side reuses what the other computed."""
     import memsched.solvers.remat.cp as cp
@@ -60,7 +64,7 @@ def run_one(path, r, growth, time_limit, workers):
 
     cut_bound._CACHE.clear()
     g = load_graph(path)
-    cp.COST_CAPS_GROWTH = growth
+    cp.DEFAULT_CP_CAP, cp.COST_CAPS_GROWTH = SIDES[side]
     t = time.perf_counter()
     res = solve_remat(g, r, method="cp", cap=None, order="free", time_limit=time_limit, workers=workers)
     wall = time.perf_counter() - t
@@ -71,13 +75,13 @@ def run_one(path, r, growth, time_limit, workers):
             "caps": cc if isinstance(cc, dict) else (None if cc is None else str(cc))}
 
 
-def sweep(seeds, growth):
+def sweep(seeds, side):
     import memsched.solvers.remat.cp as cp
     from memsched.solvers.remat.dispatch import solve_remat
     from referee import Truth, check_remat_claims
     from referee_strategies import random_tiny_graph
 
-    cp.COST_CAPS_GROWTH = growth
+    cp.DEFAULT_CP_CAP, cp.COST_CAPS_GROWTH = SIDES[side]
     c = collections.Counter()
     bad = 0
     t = time.perf_counter()
@@ -118,21 +122,21 @@ def main(argv=None) -> int:
         g = load_graph(path)
         for r in ratios:
             load = os.getloadavg()[0]
-            sides = [("with", 2.0), ("without", 0.0)]
+            sides = ["with", "without"]
             if k % 2:
                 sides.reverse()
             k += 1
-            out = {"graph": name, "n": g.n_ops, "r": r, "load": round(load, 1), "first": sides[0][0]}
-            for side, growth in sides:
-                out[side] = run_one(path, r, growth, a.time_limit, a.workers)
+            out = {"graph": name, "n": g.n_ops, "r": r, "load": round(load, 1), "first": sides[0]}
+            for side in sides:
+                out[side] = run_one(path, r, side, a.time_limit, a.workers)
             rows.append(out)
             w, wo = out["with"], out["without"]
             print(f"{name} {r}: with {w['status']} {w['compute']} lb {w['lower_bound']} ({w['wall_s']} s); "
                   f"without {wo['status']} {wo['compute']} lb {wo['lower_bound']} ({wo['wall_s']} s)", flush=True)
     sw = {}
     if a.seeds:
-        for side, growth in (("with", 2.0), ("without", 0.0)):
-            sw[side] = sweep(a.seeds, growth)
+        for side in ("with", "without"):
+            sw[side] = sweep(a.seeds, side)
             print(side, sw[side], flush=True)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     with RESULTS.open("a") as f:
@@ -149,13 +153,13 @@ def write_section(rows, sw, a, started):
          f"Measured {started} with `{cmd}` (results: benchmarks/results/remat_cost_caps.jsonl). "
          "`memsched remat` without `--cap` (unbounded recomputation, free order, compute objective) through "
          f"`solve_remat(method='cp')`, {a.time_limit:g} s and {a.workers} CP-SAT worker(s) per run. *with*: the "
-         "driver as is (the caps derived from the compute of the first schedule within B replace the internal "
-         "cap 2 when the model at most doubles); *without*: `COST_CAPS_GROWTH = 0`, the internal cap 2 only "
-         "(the driver before). The two run one after the other on each row, alternating which goes first "
+         "driver as is (internal cap 1; the caps derived from the compute of the first schedule within B "
+         "replace it when the model at most triples); *without*: the driver before, internal cap 2 and no "
+         "derived caps (`DEFAULT_CP_CAP = 2`, `COST_CAPS_GROWTH = 0`). The two run one after the other on each row, alternating which goes first "
          "(column *first*), each on a freshly loaded graph with the moment-cut bound's cache emptied; 1-minute load average at the start of the row. Every status and lower bound is a "
-         "claim about the unbounded problem; `(c)` after *without*'s status marks a class optimum of capped:2 "
-         "that is not a claim. Budgets: floor(r x P), P = the given order's peak.", "",
-         "| graph | n | r | with: status | with: compute | with: lower bound | with: proof s | caps (max / slots) "
+         "claim about the unbounded problem; `(c)` after a status marks a class optimum of the capped class "
+         "(capped:1 or capped:2) that is not a claim. Budgets: floor(r x P), P = the given order's peak.", "",
+         "| graph | n | r | with: status | with: compute | with: lower bound | with: proof s | derived caps (max / slots) "
          "| without: status | without: compute | without: lower bound | without: proof s | first | load |",
          "|---|---:|---:|---|---:|---:|---:|---|---|---:|---:|---:|---|---:|"]
     for row in rows:
@@ -163,8 +167,9 @@ def write_section(rows, sw, a, started):
         caps = w["caps"]
         cs = "-" if caps is None else (f"{caps['max_cap']} / {caps['slots']} (vs {caps['slots_internal_cap']})"
                                       if isinstance(caps, dict) else caps)
-        wos = wo["status"] + (" (c)" if wo["class_status"] == "optimal" and wo["status"] != "optimal" else "")
-        L.append(f"| {row['graph']} | {row['n']} | {row['r']} | {w['status']} | {fmt(w['compute'], 0)} | "
+        ws, wos = (x["status"] + (" (c)" if x["class_status"] == "optimal" and x["status"] != "optimal" else "")
+                   for x in (w, wo))
+        L.append(f"| {row['graph']} | {row['n']} | {row['r']} | {ws} | {fmt(w['compute'], 0)} | "
                  f"{fmt(w['lower_bound'], 0)} | {fmt(w['proof_s'])} | {cs} | {wos} | {fmt(wo['compute'], 0)} | "
                  f"{fmt(wo['lower_bound'], 0)} | {fmt(wo['proof_s'])} | {row['first']} | {row['load']} |")
     opt_w = sum(r["with"]["status"] == "optimal" for r in rows)

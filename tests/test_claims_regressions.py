@@ -150,7 +150,7 @@ def test_four_runs_with_caps():
 
 def test_cp_without_cap_raises_the_internal_cap_when_the_capped_model_is_infeasible():
     """Same graph, warm starts unable to help (given order, where dtr-greedy and the local
-    search are limited to the given first computations): the capped model at 2 is
+    search are limited to the given first computations): the capped model at the internal cap is
     infeasible, so the internal cap is doubled; the final claim names the cap it used, or the
     asked class once the caps derived from the schedule's compute replaced the internal cap
     (docs/remat.md, "Caps from a known compute")."""

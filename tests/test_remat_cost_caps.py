@@ -124,8 +124,9 @@ def test_the_cp_driver_with_unbounded_recomputation_claims_the_referee_optimum()
     """``solve_remat(method="cp", cap=None)`` switches to the derived caps once it knows a
     schedule within B (cp._caps_from_compute): its claims are then about the unbounded problem
     (scope without "capped:"), and the referee holds every claim to the truth. On these seeds
-    every instance whose optimum recomputes ends optimal (with the internal cap 2 alone, 29 of
-    the 2,000-seed sweep's 450 such instances ended feasible)."""
+    every instance whose optimum recomputes ends optimal (with the driver before, internal cap 2
+    and no derived caps, 29 of the 2,000-seed sweep's 421 such instances ended feasible;
+    BENCHMARKS.md, "Remat without a cap")."""
     from memsched.solvers.remat.dispatch import solve_remat
 
     from referee import Truth, check_remat_claims

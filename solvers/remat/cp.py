@@ -24,7 +24,9 @@ phases (docs/remat.md, "Driver"):
 
 Without a cap the model needs an internal cap (``DEFAULT_CP_CAP``, doubled up to
 ``MAX_CP_CAP`` while the capped model is proven infeasible); the result's ``scope`` then
-names the capped class (docs/claims.md). Ctrl-C in any phase stops within a second and
+names the capped class (docs/claims.md), until a schedule within B is known: the caps derived
+from its compute (``_caps_from_compute``) then replace the internal cap when the model at most
+grows by ``COST_CAPS_GROWTH``, and the scope is the asked class again. Ctrl-C in any phase stops within a second and
 returns the best schedule within B seen so far (status ``timeout``, message
 "interrupted"; the CLI prints status ``interrupted``). ``params["stop"]`` says in words
 why the solve ended.
@@ -56,8 +58,11 @@ INTERRUPTED = threading.Event()
 # The CP model needs a finite number of occurrences per operator; without a cap it
 # first solves the model with this many extra computations per operator, and while
 # that capped model is proven infeasible (and time is left) doubles the internal cap
-# up to MAX_CP_CAP. Its claims then hold for the capped class only (scope "capped:<k>").
-DEFAULT_CP_CAP = 2
+# up to MAX_CP_CAP. Its claims then hold for the capped class only (scope "capped:<k>"),
+# unless the caps derived from a known compute replace it (_caps_from_compute). 1 (Moccasin's
+# class, the smallest model) finds the schedules that the asked bounds meet sooner than 2 on
+# the Checkmate train graphs (BENCHMARKS.md, "Remat without a cap").
+DEFAULT_CP_CAP = 1
 MAX_CP_CAP = 16
 # Share of the time left after the warm starts given to the fixed-given-order CP model
 # before the free-order one (compute objective, when a schedule within the budget is known).
@@ -301,8 +306,9 @@ def _phases(s: _Solve) -> SolveResult:
         if res is not None:
             return res
         s.hint_time = s.elapsed() if s.hint_time is None else s.hint_time
-        known = [evaluate(s.graph, s.hint).compute] + ([s.warm.best[0]] if s.warm.best is not None else [])
-        _caps_from_compute(s, min(known))
+        known = [s.hint] + ([s.warm.best[1]] if s.warm.best is not None else [])
+        cheapest = min(known, key=lambda x: evaluate(s.graph, x).compute)
+        _caps_from_compute(s, evaluate(s.graph, cheapest).compute, cheapest)
         res = _joint_floor(s)
         if res is not None:
             return res
@@ -372,18 +378,20 @@ def _compute_floor(s: _Solve) -> SolveResult | None:
 
 
 #: the caps derived from a known compute replace the internal cap when the model has at most this many
-#: times as many slots (one per computation allowed) as with the internal cap
-COST_CAPS_GROWTH = 2.0
+#: times as many slots (one per computation allowed) as with the internal cap (3 with the internal cap 1:
+#: the same limit as twice the slots of cap 2)
+COST_CAPS_GROWTH = 3.0
 
 
-def _caps_from_compute(s: _Solve, X: float) -> None:
+def _caps_from_compute(s: _Solve, X: float, source: Schedule | None = None) -> None:
     """With unbounded recomputation asked, replace the internal cap by the caps that every
     schedule of compute below ``X`` keeps once its useless computations are dropped
     (solvers/remat/cost_caps.py; docs/remat.md, "Caps from a known compute"): the class then
     holds an optimum of the asked problem, and every bound of the class is one of the asked
     problem, so the solve names the whole problem as its scope ("capped:" goes). ``X``: the
-    compute of the schedule within B known (compute objective), or the compute limit (peak
-    objective). Skipped when the model would have more than ``COST_CAPS_GROWTH`` times the slots."""
+    compute of ``source``, the cheapest schedule within B known (compute objective; reduced, it
+    becomes the hint), or the compute limit (peak objective). Skipped when the model would have
+    more than ``COST_CAPS_GROWTH`` times the slots."""
     from memsched.solvers.remat.cost_caps import caps_from_compute, drop_useless, occurrences
 
     if not s.unbounded or INTERRUPTED.is_set():
@@ -394,12 +402,14 @@ def _caps_from_compute(s: _Solve, X: float) -> None:
     if need > COST_CAPS_GROWTH * have:
         s.params["caps_from_compute"] = f"not used: {need} slots against {have} with the internal cap"
         return
-    if s.hint is not None:
-        hint = drop_useless(g, s.hint)
-        if s.objective == "compute" and check_caps(g, hint, caps) is not None:
+    if source is not None:
+        hint = drop_useless(g, source)
+        if check_caps(g, hint, caps) is not None:
             raise SolverDisagreement(f"caps from compute {X:g}: the schedule of that compute, reduced, "
                                      f"breaks them ({check_caps(g, hint, caps)})")
-        s.hint = hint if check_caps(g, hint, caps) is None else None
+        if s.warm.best is not None and source is s.warm.best[1] and source is not s.hint:
+            s.hint_time = s.warm.best[3]  # the warm start was the cheaper one: its time is the time to best
+        s.hint = hint
     if s.warm.best is not None:
         ws = s.warm.best
         reduced = drop_useless(g, ws[1])
