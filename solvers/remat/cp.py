@@ -170,7 +170,10 @@ def solve_cp(graph: Graph, B, caps, objective, eps, time_limit, seed, progress, 
             break
         eff = str(res.params.get("effective_cap", ""))
         switched = res.params.get("caps_from_compute")
-        k = max(k, int(eff)) if eff.isdigit() else max(k, switched.get("internal_cap", k)) if isinstance(switched, dict) else k
+        if eff.isdigit():
+            k = max(k, int(eff))
+        elif isinstance(switched, dict):  # the derived caps replaced the internal cap it had reached
+            k = max(k, switched["internal_cap"])
         tried.append(k)
         res.params["internal_cap"] = k
         res.params["internal_caps_tried"] = list(tried)
@@ -306,9 +309,10 @@ def _phases(s: _Solve) -> SolveResult:
         if res is not None:
             return res
         s.hint_time = s.elapsed() if s.hint_time is None else s.hint_time
-        known = [s.hint] + ([s.warm.best[1]] if s.warm.best is not None else [])
-        cheapest = min(known, key=lambda x: evaluate(s.graph, x).compute)
-        _caps_from_compute(s, evaluate(s.graph, cheapest).compute, cheapest)
+        X, cheapest = evaluate(s.graph, s.hint).compute, s.hint
+        if s.warm.best is not None and s.warm.best[0] < X:
+            X, cheapest = s.warm.best[0], s.warm.best[1]
+        _caps_from_compute(s, X, cheapest)
         res = _joint_floor(s)
         if res is not None:
             return res
