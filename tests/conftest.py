@@ -27,3 +27,12 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is absent")
     return SHARED_DATA
+
+
+@pytest.fixture
+def cp_phases(monkeypatch):
+    """The CP driver without its exhaustive search of small graphs (cp.EXHAUSTIVE_SHARE = 0),
+    which decides the tiny test graphs before any later phase: for the tests of those phases."""
+    from memsched.solvers.remat import cp
+
+    monkeypatch.setattr(cp, "EXHAUSTIVE_SHARE", 0.0)

@@ -31,7 +31,9 @@ from referee_strategies import tiny_graphs, tiny_instances
 # solver-backed test can take minutes
 SET = dict(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
            phases=[Phase.explicit, Phase.reuse, Phase.generate])
-EXACT = ("cp", "milp", "width-dp", "sp-knapsack")
+# "cp-phases": the cp driver without its exhaustive search of small graphs, which would
+# otherwise decide these tiny instances before its CP-SAT phases run
+EXACT = ("cp", "cp-phases", "milp", "width-dp", "sp-knapsack")
 BASELINES = ("dtr-greedy", "checkpoint-all", "chen-sqrt", "revolve")
 ORDERS = ("free", "given")
 
@@ -45,12 +47,20 @@ def _not_applicable(method, exc) -> bool:
 
 
 def judge(g, B, method, cap, order, truth, time_limit=20):
+    from memsched.solvers.remat import cp
+
+    share = cp.EXHAUSTIVE_SHARE
     try:
-        res = solve_remat(g, B, method=method, cap=cap, order=order, time_limit=time_limit)
+        if method == "cp-phases":
+            cp.EXHAUSTIVE_SHARE = 0.0
+        res = solve_remat(g, B, method="cp" if method == "cp-phases" else method, cap=cap,
+                          order=order, time_limit=time_limit)
     except Exception as e:  # noqa: BLE001
         if _not_applicable(method, e):
             return None
         raise
+    finally:
+        cp.EXHAUSTIVE_SHARE = share
     bad = check_remat_claims(g, B, cap, order, res, truth)
     assert not bad, f"{method} cap={cap} order={order} B={B} on {_describe(g)}: {bad}; status {res.status}, " \
                     f"compute {res.compute}, lb {res.lower_bound}, scope {res.scope}, class {res.class_status}"
@@ -85,7 +95,7 @@ def test_baselines_claim_nothing_false(method, inst):
             judge(g, B, method, cap, order, truth)
 
 
-@pytest.mark.parametrize("method", ("milp", "width-dp", "cp"))
+@pytest.mark.parametrize("method", ("milp", "width-dp", "cp", "cp-phases"))
 @settings(max_examples=25, **SET)
 @given(g=tiny_graphs(max_ops=7))
 def test_where_the_given_order_binds(method, g):

@@ -120,6 +120,7 @@ def test_derived_caps_keep_the_unbounded_optimum(inst):
     _check_unbounded(*inst)
 
 
+@pytest.mark.usefixtures("cp_phases")
 def test_the_cp_driver_with_unbounded_recomputation_claims_the_referee_optimum():
     """``solve_remat(method="cp", cap=None)`` switches to the derived caps once it knows a
     schedule within B (cp._caps_from_compute): its claims are then about the unbounded problem

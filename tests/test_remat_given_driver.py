@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
 from memsched.formulations import evaluate
@@ -93,6 +94,7 @@ def test_a_relaxation_too_large_to_build_is_skipped(monkeypatch):
     raise AssertionError("no seeded tiny graph reached the relaxation")
 
 
+@pytest.mark.usefixtures("cp_phases")
 def test_the_driver_refutes_with_the_relaxation_only_where_the_class_has_no_schedule(monkeypatch):
     """``cp._relaxation_refutation`` (no warm start fits, given-order class, finite caps): each
     row it ends as infeasible has no schedule of the class in the referee, and it runs on the
@@ -113,6 +115,7 @@ def test_the_driver_refutes_with_the_relaxation_only_where_the_class_has_no_sche
     assert hits >= 2, hits
 
 
+@pytest.mark.usefixtures("cp_phases")
 def test_the_witness_search_claims_optimal_only_at_the_referee_optimum(monkeypatch):
     """The search restricted to the covering program's operators (``cp._witness_search``):
     every schedule it returns is valid for the asked problem, and it ends the solve as
@@ -150,6 +153,7 @@ def test_the_witness_search_claims_optimal_only_at_the_referee_optimum(monkeypat
     assert runs >= 40 and claims >= 20 and above >= 1 and excluded >= 3, (runs, claims, above, excluded)
 
 
+@pytest.mark.usefixtures("cp_phases")
 def test_the_tail_window_of_the_relaxation_claims_only_what_holds(monkeypatch):
     """Where the whole relaxation is too large for its share, the driver solves its tail window
     of stages (``cp._tail_window``; docs/remat.md, "Windows of stages"). The sizes of the whole
@@ -187,6 +191,7 @@ def test_the_tail_window_of_the_relaxation_claims_only_what_holds(monkeypatch):
     assert windows >= 30 and closed >= 5, (windows, closed)
 
 
+@pytest.mark.usefixtures("cp_phases")
 def test_the_resumed_joint_program_claims_optimal_only_at_the_referee_optimum(monkeypatch):
     """The phase after the first schedule (``cp._joint_floor``) resumes the cut floor's joint
     program of several moments where its share cut it short. Here the cut floor's call is made

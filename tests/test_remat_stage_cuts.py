@@ -238,6 +238,7 @@ def _check_driver_answer(seed, g, B, res, truth) -> None:
     assert ev.peak <= B and max(ev.compute_counts) <= 2 and first_computations_follow(g, res.schedule)
 
 
+@pytest.mark.usefixtures("cp_phases")
 def test_the_driver_with_stage_cuts_claims_only_what_holds():
     """``solve_remat(order="given", cap=1)`` runs the relaxation with stage cuts (cp.
     ``_given_relaxation``) wherever the warm starts leave a row open: on the first 600
@@ -257,6 +258,7 @@ def test_the_driver_with_stage_cuts_claims_only_what_holds():
     assert used >= 50, used
 
 
+@pytest.mark.usefixtures("cp_phases")
 def test_the_driver_with_stage_cuts_on_the_compact_form(monkeypatch):
     """Where the expanded relaxation is too large for its build share the driver runs the cut
     loop on the compact form (``cp.STAGE_CUTS_COMPACT``): forced here by reporting the
@@ -282,6 +284,7 @@ def test_the_driver_with_stage_cuts_on_the_compact_form(monkeypatch):
     assert used >= 50, used
 
 
+@pytest.mark.usefixtures("cp_phases")
 def test_the_driver_runs_the_cut_loop_before_a_first_schedule():
     """Where the warm starts leave no schedule within B and the expanded relaxation builds, the
     driver runs the loop before the stage-class phase (``cp._cut_loop_first``): on every

@@ -22,6 +22,11 @@ phases (docs/remat.md, "Driver"):
 5. a first slice of the main model; then the threshold and hitting-set bounds
    (:mod:`.proofs`) as an objective floor; then the main model with the rest of the time.
 
+Graphs of at most ``exhaustive.MAX_OPS`` operators: the exhaustive search of the asked problem
+(:mod:`.exhaustive`) runs after the provers of step 4 once a first schedule within B is known (up
+to its compute), and in phase 1 before the CP-SAT models; it decides the row or raises the
+floor (``_exhaustive``).
+
 Without a cap the model needs an internal cap (``DEFAULT_CP_CAP``, doubled up to
 ``MAX_CP_CAP`` while the capped model is proven infeasible); the result's ``scope`` then
 names the capped class (docs/claims.md), until a schedule within B is known: the caps derived
@@ -177,7 +182,7 @@ def solve_cp(graph: Graph, B, caps, objective, eps, time_limit, seed, progress, 
         tried.append(k)
         res.params["internal_cap"] = k
         res.params["internal_caps_tried"] = list(tried)
-        if (res.status != Status.INFEASIBLE or res.params.get("proof") == "local" or INTERRUPTED.is_set()
+        if (res.status != Status.INFEASIBLE or res.params.get("proof") in ("local", "exhaustive") or INTERRUPTED.is_set()
                 or 2 * k > MAX_CP_CAP or time_limit - (time.perf_counter() - t0) < 1.0):
             break
         k *= 2
@@ -321,6 +326,7 @@ def _phases(s: _Solve) -> SolveResult:
         # 3.6 s with the witness search first, 30 / 29 s by the compact relaxation before it)
         phases = [_given_relaxation, _free_relaxation]
         phases.insert(0 if s.gmodel and not _expanded_relaxation_fits(s) else len(phases), _witness_search)
+        phases.append(_exhaustive)  # after the provers that decide most rows sooner
         for phase in phases:
             res = phase(s)
             if res is not None:
@@ -451,6 +457,57 @@ def _cut_floor(s: _Solve) -> SolveResult | None:
     return None
 
 
+#: share of the time left for the exhaustive search of a small graph (solvers/remat/exhaustive.py),
+#: and the states it may settle (about 0.5 KB each)
+EXHAUSTIVE_SHARE = 0.3
+EXHAUSTIVE_STATES = 1_000_000
+
+
+def _exhaustive(s: _Solve) -> SolveResult | None:
+    """Small graphs (``exhaustive.fits_exhaustive``), compute objective: the exhaustive search
+    of the asked problem itself, any caps (unbounded included) and the asked order class, for
+    ``EXHAUSTIVE_SHARE`` of the time left, up to the compute of the hint when it fits B.
+    Optimal or infeasible as it settles; else its lower bound raises the floor. Its claims
+    need no narrowing of the class (docs/remat.md, "Exhaustive search for small graphs")."""
+    from memsched.solvers.remat.exhaustive import exact_remat, fits_exhaustive
+
+    g = s.graph
+    if (s.objective != "compute" or s.B is None or not fits_exhaustive(g) or INTERRUPTED.is_set()
+            or EXHAUSTIVE_SHARE <= 0 or s.left() < 0.2):
+        return None
+    upto = evaluate(g, s.hint).compute if s.fits(s.hint) else None
+    if upto is not None and same_value(s.floor, upto, "compute"):
+        return None
+    scope = "given-first-computations" if s.given else "free"
+    caps = ("unbounded" if s.unbounded else "caps derived from a known compute"
+            if isinstance(s.params.get("caps_from_compute"), dict) else "caps as asked")
+    s.say("exhaustive", f"search of every schedule ({scope}, {caps})"
+                        + ("" if upto is None else f" of compute at most {upto:g}"))
+    ex = exact_remat(g, s.B, s.caps, "given" if s.given else "free", upto=upto, max_states=EXHAUSTIVE_STATES,
+                     time_limit=EXHAUSTIVE_SHARE * s.left(), stop=INTERRUPTED.is_set)
+    s.params["exhaustive"] = {"status": ex.status, "states": ex.states, "s": round(ex.seconds, 3),
+                              "lower_bound": ex.lower_bound}
+    s.say("exhaustive", f"{ex.status} after {ex.states} states ({ex.seconds:.2f} s)")
+    if ex.status == "none upto":
+        raise SolverDisagreement(f"{SOLVER}: the exhaustive search finds no schedule of compute at most {upto:g}, "
+                                 "but the hint is one")
+    if ex.status == "infeasible":
+        s.params["refutes_asked_problem"] = True
+        s.scope = s.params["scope"] = scope
+        return s.infeasible(f"the exhaustive search of every schedule ({ex.states} states) finds none within "
+                            f"budget {s.B}", proof="exhaustive", stop="proved infeasible by the exhaustive search")
+    if ex.status == "optimal":
+        s.scope = s.params["scope"] = scope
+        if s.first_s is None:
+            s.first_s = s.elapsed()
+        return s.result(ex.schedule, status=Status.OPTIMAL, objective="compute", claimed=ex.compute,
+                        lower_bound=ex.compute, wall_s=s.elapsed(), extra={"time_to_best_s": round(s.elapsed(), 3)},
+                        message=f"the exhaustive search settled a least-compute schedule ({ex.states} states)",
+                        stop="the exhaustive search settled a schedule of least compute (bound met)")
+    s.floor = max(s.floor, ex.lower_bound)  # a bound of the asked problem, so of any class inside it
+    return None
+
+
 #: share of the time left for resuming the joint program of several moments once a schedule is known
 JOINT_SHARE = 0.5
 
@@ -556,6 +613,9 @@ def _first_schedule(s: _Solve) -> SolveResult | None:
         # with caps it used the asked ones (lift_claims keeps it even when cp's class is narrower)
         s.params["refutes_asked_problem"] = True
         return s.infeasible(why, proof="local", stop="proved infeasible by the backward reachability search")
+    res = _exhaustive(s)
+    if res is not None or s.fits(s.hint):
+        return res
     if s.gmodel:
         first = _cut_loop_fits(s)
         res = _relaxation_refutation(s, RELAX_REFUTE_SHARE_BEFORE_CUTS if first else RELAX_REFUTE_SHARE)

@@ -1,0 +1,146 @@
+"""The exhaustive search for small graphs in the cp driver, side by side (docs/remat.md,
+"Exhaustive search for small graphs").
+
+The cp driver as it is (*with*: ``EXHAUSTIVE_SHARE = 0.3``) and without the search (*without*:
+``EXHAUSTIVE_SHARE = 0``, the driver before), alternating which runs first from row to row, in
+one process, each on a freshly loaded graph with the moment-cut bound's cache emptied. Every
+schedule is re-checked by the evaluator (``solve_remat``) and every claim holds for the asked
+problem (``lift_claims``).
+
+Rows: the shipped graphs the search applies to (at most ``exhaustive.MAX_OPS`` operators and
+``MAX_TENSORS`` tensors), budgets r x P (P = the given order's peak), compute objective, in
+three classes: no cap and free order (the CLI's default), ``--cap 1`` free, ``--cap 1 --order
+given`` (Moccasin's class).
+
+    .venv/bin/python benchmarks/bench_remat_exhaustive.py --time-limit 20 --workers 2
+
+Writes benchmarks/sections/42-remat-exhaustive.md and benchmarks/results/remat_exhaustive.jsonl.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+SHIPPED = ["unet_small", "chain_12", "multi_output_12", "tree_15", "random_layered_n30"]
+CLASSES = [(None, "free"), (1, "free"), (1, "given")]
+SECTION = ROOT / "benchmarks" / "sections" / "42-remat-exhaustive.md"
+RESULTS = ROOT / "benchmarks" / "results" / "remat_exhaustive.jsonl"
+SIDES = {"with": 0.3, "without": 0.0}
+
+
+def run_one(path, r, cap, order, side, time_limit, workers):
+    import memsched.solvers.remat.cp as cp
+    from memsched.instances.formats import load_graph
+    from memsched.solvers.remat import cut_bound
+    from memsched.solvers.remat.dispatch import solve_remat
+
+    cut_bound._CACHE.clear()
+    g = load_graph(path)
+    cp.EXHAUSTIVE_SHARE = SIDES[side]
+    t = time.perf_counter()
+    res = solve_remat(g, r, method="cp", cap=cap, order=order, time_limit=time_limit, workers=workers)
+    wall = time.perf_counter() - t
+    ex = res.params.get("exhaustive")
+    return {"status": res.status, "compute": res.compute, "lower_bound": res.lower_bound, "scope": res.scope,
+            "proof_s": res.extra.get("time_to_proof_s"), "wall_s": round(wall, 2), "exhaustive": ex}
+
+
+def fmt(x, nd=1):
+    return "-" if x is None else (f"{x:.{nd}f}" if isinstance(x, float) else str(x))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--time-limit", type=float, default=20.0)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--ratios", default="0.9,0.8,0.7,0.6")
+    ap.add_argument("--graphs", default=None, help="comma-separated names (default: all that apply)")
+    a = ap.parse_args(argv)
+    from memsched.instances.formats import load_graph
+    from memsched.solvers.remat.exhaustive import fits_exhaustive
+
+    ratios = [float(x) for x in a.ratios.split(",")]
+    want = None if a.graphs is None else set(a.graphs.split(","))
+    started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    rows, k = [], 0
+    for name in SHIPPED:
+        path = ROOT / "instances" / "shipped" / f"{name}.json"
+        g = load_graph(path)
+        if (want is not None and name not in want) or not fits_exhaustive(g):
+            continue
+        for cap, order in CLASSES:
+            for r in ratios:
+                sides = ["with", "without"] if k % 2 == 0 else ["without", "with"]
+                k += 1
+                out = {"graph": name, "n": g.n_ops, "r": r, "cap": cap, "order": order,
+                       "load": round(os.getloadavg()[0], 1), "first": sides[0]}
+                for side in sides:
+                    out[side] = run_one(path, r, cap, order, side, a.time_limit, a.workers)
+                rows.append(out)
+                w, wo = out["with"], out["without"]
+                print(f"{name} cap={cap} {order} {r}: with {w['status']} {w['compute']} lb {w['lower_bound']} "
+                      f"({w['wall_s']} s); without {wo['status']} {wo['compute']} lb {wo['lower_bound']} "
+                      f"({wo['wall_s']} s)", flush=True)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    with RESULTS.open("a") as f:
+        for row in rows:
+            f.write(json.dumps({"started": started, "time_limit": a.time_limit, "workers": a.workers, **row}) + "\n")
+    write_section(rows, a, started)
+    return 0
+
+
+def write_section(rows, a, started):
+    cmd = (f"nice .venv/bin/python benchmarks/bench_remat_exhaustive.py --time-limit {a.time_limit:g} "
+           f"--workers {a.workers} --ratios {a.ratios}" + (f" --graphs {a.graphs}" if a.graphs else ""))
+    L = ["## Exhaustive search for small graphs (docs/remat.md)", "",
+         f"Measured {started} with `{cmd}` (results: benchmarks/results/remat_exhaustive.jsonl). "
+         f"`solve_remat(method='cp')`, {a.time_limit:g} s and {a.workers} CP-SAT worker(s) per run, compute "
+         "objective. *with*: the driver as is (`EXHAUSTIVE_SHARE = 0.3`); *without*: the driver without the "
+         "search (`EXHAUSTIVE_SHARE = 0`, as before 2026-12-05 evening). The two run one after the other on "
+         "each row, alternating which goes first (column *first*), each on a freshly loaded graph with the "
+         "moment-cut bound's cache emptied; 1-minute load average at the start of the row. Every status and "
+         "lower bound is a claim about the asked problem (cap and order as listed; cap `-` = unbounded). "
+         "*search*: what the exhaustive search of the *with* side ended with (`-`: not run, the row was "
+         "decided before it). Budgets: floor(r x P), P = the given order's peak.", "",
+         "| graph | n | cap | order | r | with: status | with: compute | with: lower bound | with: proof s "
+         "| search: status / states / s | without: status | without: compute | without: lower bound "
+         "| without: proof s | first | load |",
+         "|---|---:|---|---|---:|---|---:|---:|---:|---|---|---:|---:|---:|---|---:|"]
+    for row in rows:
+        w, wo = row["with"], row["without"]
+        ex = w["exhaustive"]
+        es = "-" if not ex else f"{ex['status']} / {ex['states']} / {ex['s']:.2f}"
+        L.append(f"| {row['graph']} | {row['n']} | {fmt(row['cap'])} | {row['order']} | {row['r']} | {w['status']} | "
+                 f"{fmt(w['compute'], 0)} | {fmt(w['lower_bound'], 0)} | {fmt(w['proof_s'])} | {es} | {wo['status']} | "
+                 f"{fmt(wo['compute'], 0)} | {fmt(wo['lower_bound'], 0)} | {fmt(wo['proof_s'])} | {row['first']} | "
+                 f"{row['load']} |")
+
+    def decided(side):
+        return sum(r[side]["status"] in ("optimal", "infeasible") for r in rows)
+
+    both = [r for r in rows if r["with"]["proof_s"] is not None and r["without"]["proof_s"] is not None]
+    L += ["", f"* Rows: {len(rows)}. Decided (optimal or infeasible): {decided('with')} with, "
+              f"{decided('without')} without.",
+          f"* Rows the search ran on: {sum(bool(r['with']['exhaustive']) for r in rows)}; rows both decide: "
+          f"{len(both)}, summed time to proof {sum(r['with']['proof_s'] for r in both):.1f} s with, "
+          f"{sum(r['without']['proof_s'] for r in both):.1f} s without."]
+    for r in rows:
+        if r["with"]["status"] in ("optimal", "infeasible") and r["without"]["status"] in ("optimal", "infeasible"):
+            same = r["with"]["status"] == r["without"]["status"] and (
+                r["with"]["compute"] is None or abs(r["with"]["compute"] - r["without"]["compute"]) <= 1e-9)
+            if not same:
+                L.append(f"* DISAGREEMENT: {r['graph']} cap={r['cap']} {r['order']} {r['r']}")
+    SECTION.write_text("\n".join(L) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
