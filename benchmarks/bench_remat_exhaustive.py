@@ -1,7 +1,7 @@
 """The exhaustive search for small graphs in the cp driver, side by side (docs/remat.md,
 "Exhaustive search for small graphs").
 
-The cp driver as it is (*with*: ``EXHAUSTIVE_SHARE = 0.3``) and without the search (*without*:
+The cp driver as it is (*with*: ``EXHAUSTIVE_SHARE = 0.1``) and without the search (*without*:
 ``EXHAUSTIVE_SHARE = 0``, the driver before), alternating which runs first from row to row, in
 one process, each on a freshly loaded graph with the moment-cut bound's cache emptied. Every
 schedule is re-checked by the evaluator (``solve_remat``) and every claim holds for the asked
@@ -10,7 +10,9 @@ problem (``lift_claims``).
 Rows: the shipped graphs the search applies to (at most ``exhaustive.MAX_OPS`` operators and
 ``MAX_TENSORS`` tensors), budgets r x P (P = the given order's peak), compute objective, in
 three classes: no cap and free order (the CLI's default), ``--cap 1`` free, ``--cap 1 --order
-given`` (Moccasin's class).
+given`` (Moccasin's class). Then ``--generated N`` random DAGs of 22 operators
+(``instances.generators.random_dag(22, seed=s)``, s < N) at ``--generated-ratios``, the same
+three classes.
 
     .venv/bin/python benchmarks/bench_remat_exhaustive.py --time-limit 20 --workers 2
 
@@ -34,17 +36,24 @@ SHIPPED = ["unet_small", "chain_12", "multi_output_12", "tree_15", "random_layer
 CLASSES = [(None, "free"), (1, "free"), (1, "given")]
 SECTION = ROOT / "benchmarks" / "sections" / "42-remat-exhaustive.md"
 RESULTS = ROOT / "benchmarks" / "results" / "remat_exhaustive.jsonl"
-SIDES = {"with": 0.3, "without": 0.0}
+SIDES = {"with": 0.1, "without": 0.0}
+
+
+def load(path):
+    """A shipped graph by path, or a generated one by ("random_dag", n, seed)."""
+    from memsched.instances.formats import load_graph
+    from memsched.instances.generators import random_dag
+
+    return random_dag(path[1], seed=path[2]) if isinstance(path, tuple) else load_graph(path)
 
 
 def run_one(path, r, cap, order, side, time_limit, workers):
     import memsched.solvers.remat.cp as cp
-    from memsched.instances.formats import load_graph
     from memsched.solvers.remat import cut_bound
     from memsched.solvers.remat.dispatch import solve_remat
 
     cut_bound._CACHE.clear()
-    g = load_graph(path)
+    g = load(path)
     cp.EXHAUSTIVE_SHARE = SIDES[side]
     t = time.perf_counter()
     res = solve_remat(g, r, method="cp", cap=cap, order=order, time_limit=time_limit, workers=workers)
@@ -63,22 +72,26 @@ def main(argv=None) -> int:
     ap.add_argument("--time-limit", type=float, default=20.0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--ratios", default="0.9,0.8,0.7,0.6")
-    ap.add_argument("--graphs", default=None, help="comma-separated names (default: all that apply)")
+    ap.add_argument("--graphs", default=None, help="comma-separated shipped names (default: all that apply)")
+    ap.add_argument("--generated", type=int, default=8, help="random DAGs of 22 operators, seeds 0..N-1")
+    ap.add_argument("--generated-ratios", default="0.7")
     a = ap.parse_args(argv)
-    from memsched.instances.formats import load_graph
     from memsched.solvers.remat.exhaustive import fits_exhaustive
 
     ratios = [float(x) for x in a.ratios.split(",")]
     want = None if a.graphs is None else set(a.graphs.split(","))
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     rows, k = [], 0
-    for name in SHIPPED:
-        path = ROOT / "instances" / "shipped" / f"{name}.json"
-        g = load_graph(path)
-        if (want is not None and name not in want) or not fits_exhaustive(g):
+    todo = [(name, ROOT / "instances" / "shipped" / f"{name}.json", ratios) for name in SHIPPED
+            if want is None or name in want]
+    todo += [(f"random_dag22_s{s}", ("random_dag", 22, s), [float(x) for x in a.generated_ratios.split(",")])
+             for s in range(a.generated)]
+    for name, path, rs in todo:
+        g = load(path)
+        if not fits_exhaustive(g):
             continue
         for cap, order in CLASSES:
-            for r in ratios:
+            for r in rs:
                 sides = ["with", "without"] if k % 2 == 0 else ["without", "with"]
                 k += 1
                 out = {"graph": name, "n": g.n_ops, "r": r, "cap": cap, "order": order,
@@ -100,17 +113,19 @@ def main(argv=None) -> int:
 
 def write_section(rows, a, started):
     cmd = (f"nice .venv/bin/python benchmarks/bench_remat_exhaustive.py --time-limit {a.time_limit:g} "
-           f"--workers {a.workers} --ratios {a.ratios}" + (f" --graphs {a.graphs}" if a.graphs else ""))
+           f"--workers {a.workers} --ratios {a.ratios} --generated {a.generated} --generated-ratios "
+           f"{a.generated_ratios}" + (f" --graphs {a.graphs}" if a.graphs else ""))
     L = ["## Exhaustive search for small graphs (docs/remat.md)", "",
          f"Measured {started} with `{cmd}` (results: benchmarks/results/remat_exhaustive.jsonl). "
          f"`solve_remat(method='cp')`, {a.time_limit:g} s and {a.workers} CP-SAT worker(s) per run, compute "
-         "objective. *with*: the driver as is (`EXHAUSTIVE_SHARE = 0.3`); *without*: the driver without the "
+         "objective. *with*: the driver as is (`EXHAUSTIVE_SHARE = 0.1`); *without*: the driver without the "
          "search (`EXHAUSTIVE_SHARE = 0`, as before 2026-12-05 evening). The two run one after the other on "
          "each row, alternating which goes first (column *first*), each on a freshly loaded graph with the "
          "moment-cut bound's cache emptied; 1-minute load average at the start of the row. Every status and "
          "lower bound is a claim about the asked problem (cap and order as listed; cap `-` = unbounded). "
          "*search*: what the exhaustive search of the *with* side ended with (`-`: not run, the row was "
-         "decided before it). Budgets: floor(r x P), P = the given order's peak.", "",
+         "decided before it). Budgets: floor(r x P), P = the given order's peak. `random_dag22_s<k>`: "
+         "`instances.generators.random_dag(22, seed=k)`, generated in the run.", "",
          "| graph | n | cap | order | r | with: status | with: compute | with: lower bound | with: proof s "
          "| search: status / states / s | without: status | without: compute | without: lower bound "
          "| without: proof s | first | load |",

@@ -24,8 +24,9 @@ phases (docs/remat.md, "Driver"):
 
 Graphs of at most ``exhaustive.MAX_OPS`` operators: the exhaustive search of the asked problem
 (:mod:`.exhaustive`) runs after the provers of step 4 once a first schedule within B is known (up
-to its compute), and in phase 1 before the CP-SAT models; it decides the row or raises the
-floor (``_exhaustive``).
+to its compute), and in phase 1 before the CP-SAT least-peak models (after the given-order
+relaxation, cut loop and stage-class phase); it decides the row or raises the floor
+(``_exhaustive``).
 
 Without a cap the model needs an internal cap (``DEFAULT_CP_CAP``, doubled up to
 ``MAX_CP_CAP`` while the capped model is proven infeasible); the result's ``scope`` then
@@ -458,9 +459,11 @@ def _cut_floor(s: _Solve) -> SolveResult | None:
 
 
 #: share of the time left for the exhaustive search of a small graph (solvers/remat/exhaustive.py),
-#: and the states it may settle (about 0.5 KB each)
-EXHAUSTIVE_SHARE = 0.3
-EXHAUSTIVE_STATES = 1_000_000
+#: and the states it may settle (about 0.5 KB each). Small: where it settles it needs few states
+#: (multi_output_12 at 0.6: 3,279), and where it does not the time is the later phases' (with 0.3, on
+#: random 22-operator DAGs at 0.7 it settled no row and left one without a schedule; BENCHMARKS.md)
+EXHAUSTIVE_SHARE = 0.1
+EXHAUSTIVE_STATES = 300_000
 
 
 def _exhaustive(s: _Solve) -> SolveResult | None:
@@ -613,9 +616,6 @@ def _first_schedule(s: _Solve) -> SolveResult | None:
         # with caps it used the asked ones (lift_claims keeps it even when cp's class is narrower)
         s.params["refutes_asked_problem"] = True
         return s.infeasible(why, proof="local", stop="proved infeasible by the backward reachability search")
-    res = _exhaustive(s)
-    if res is not None or s.fits(s.hint):
-        return res
     if s.gmodel:
         first = _cut_loop_fits(s)
         res = _relaxation_refutation(s, RELAX_REFUTE_SHARE_BEFORE_CUTS if first else RELAX_REFUTE_SHARE)
@@ -631,6 +631,9 @@ def _first_schedule(s: _Solve) -> SolveResult | None:
         _stage_phase(s)
         if s.fits(s.hint):
             return None
+    res = _exhaustive(s)  # after the given-order provers, which decide most of these rows sooner
+    if res is not None or s.fits(s.hint):
+        return res
     phases = ((("phase 1 (given order)", g.given_order(), 0.95),) if s.gmodel else
               (("phase 1a (fixed order)", s.best_order, 0.3), ("phase 1b (free order)", None, 0.95)))
     for label, fix, share in phases:
