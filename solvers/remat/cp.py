@@ -459,11 +459,12 @@ def _cut_floor(s: _Solve) -> SolveResult | None:
 
 
 #: share of the time left for the exhaustive search of a small graph (solvers/remat/exhaustive.py),
-#: and the states it may settle (about 0.5 KB each). Small: where it settles it needs few states
+#: and the states it may settle (with the queue about 4.5 KB each: 1.3 GB resident at 300,000 on
+#: random_dag(22, seed=6), in 30 s). The share is small: where it settles it needs few states
 #: (multi_output_12 at 0.6: 3,279), and where it does not the time is the later phases' (with 0.3, on
 #: random 22-operator DAGs at 0.7 it settled no row and left one without a schedule; BENCHMARKS.md)
 EXHAUSTIVE_SHARE = 0.1
-EXHAUSTIVE_STATES = 300_000
+EXHAUSTIVE_STATES = 200_000
 
 
 def _exhaustive(s: _Solve) -> SolveResult | None:
