@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench_remat_cost_caps import fmt  # noqa: E402 - the same table cells
+
 SHIPPED = ["unet_small", "chain_12", "multi_output_12", "tree_15", "random_layered_n30"]
 CLASSES = [(None, "free"), (1, "free"), (1, "given")]
 SECTION = ROOT / "benchmarks" / "sections" / "42-remat-exhaustive.md"
@@ -61,10 +63,6 @@ def run_one(path, r, cap, order, side, time_limit, workers):
     ex = res.params.get("exhaustive")
     return {"status": res.status, "compute": res.compute, "lower_bound": res.lower_bound, "scope": res.scope,
             "proof_s": res.extra.get("time_to_proof_s"), "wall_s": round(wall, 2), "exhaustive": ex}
-
-
-def fmt(x, nd=1):
-    return "-" if x is None else (f"{x:.{nd}f}" if isinstance(x, float) else str(x))
 
 
 def main(argv=None) -> int:
