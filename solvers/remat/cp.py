@@ -504,8 +504,11 @@ def _exhaustive(s: _Solve) -> SolveResult | None:
         s.scope = s.params["scope"] = scope
         if s.first_s is None:
             s.first_s = s.elapsed()
+        # the value was first reached by the hint when the search only proves it optimal
+        t_best = s.hint_time if upto is not None and same_value(ex.compute, upto, "compute") else s.elapsed()
         return s.result(ex.schedule, status=Status.OPTIMAL, objective="compute", claimed=ex.compute,
-                        lower_bound=ex.compute, wall_s=s.elapsed(), extra={"time_to_best_s": round(s.elapsed(), 3)},
+                        lower_bound=ex.compute, wall_s=s.elapsed(),
+                        extra={"time_to_best_s": None if t_best is None else round(t_best, 3)},
                         message=f"the exhaustive search settled a least-compute schedule ({ex.states} states)",
                         stop="the exhaustive search settled a schedule of least compute (bound met)")
     s.floor = max(s.floor, ex.lower_bound)  # a bound of the asked problem, so of any class inside it
