@@ -22,15 +22,19 @@ kept as "run or not"). Two schedules reaching the same state have the same futur
 Search: A* on compute with the heuristic
 
     h = sum of the costs of the operators not yet run
-      + sum of the costs of the operators already run of which some output is absent and
-        still wanted (read by an operator not yet run, or a required output).
+      + sum of the costs of the operators in A,
 
-Each term is a computation every completion must still contain, and the terms name
-different computations (first runs of operators not yet run; later runs of operators that
-ran), so h never exceeds the cheapest completion (admissible). One step changes h by at
-least minus the cost of the operator it runs (only that operator leaves a term), so h is
-consistent: states are settled in order of g + h, the first goal settled is optimal, and
-at any moment the least g + h in the queue is a lower bound on the optimum.
+where A holds the operators already run of which some output is absent and still wanted
+(read by an operator not yet run, or a required output), and, transitively, the producers
+of the absent inputs of members of A (a member runs again, and before that each of its
+absent inputs is made again, by its producer, which has run). Each term is a computation
+every completion must still contain, and the terms name different computations (first runs
+of operators not yet run; later runs of operators that ran), so h never exceeds the
+cheapest completion (admissible). One step changes h by at least minus the cost of the
+operator it runs (only that operator leaves a term: a step's inputs are resident, so no
+member of A was there through it), so h is consistent: states are settled in order of
+g + h, the first goal settled is optimal, and at any moment the least g + h in the queue is
+a lower bound on the optimum.
 
 Complexity: O(states x n x 2^d) with d the most tensors one operator touches; bounded by
 ``max_states`` and a deadline, where it stops with the lower bound reached so far.
@@ -135,6 +139,8 @@ def exact_remat(graph: Graph, B: int, caps=None, order: str = "free", *, upto: f
         return m
 
     h_seen: dict = {}
+    producer = g.producer
+    in_list = [list(g.op_in[v]) for v in range(n)]
 
     def h(R: int, ran: int) -> float:
         key = (R, ran)
@@ -142,14 +148,27 @@ def exact_remat(graph: Graph, B: int, caps=None, order: str = "free", *, upto: f
         if got is not None:
             return got
         rest = 0.0
+        again = []  # operators that ran and must run again
+        marked = 0
         for v in range(n):
             if not (ran >> v) & 1:
                 rest += cost[v]
                 continue
             for j in wanted_out[v]:
                 if not (R >> j) & 1 and ((required >> j) & 1 or readers[j] & ~ran):
-                    rest += cost[v]
+                    again.append(v)
+                    marked |= 1 << v
                     break
+        # ... and so must the producers of their absent inputs (each such input is made again before
+        # its reader runs again), transitively
+        while again:
+            v = again.pop()
+            rest += cost[v]
+            for j in in_list[v]:
+                p = producer[j]
+                if p >= 0 and not (R >> j) & 1 and not (marked >> p) & 1:
+                    marked |= 1 << p
+                    again.append(p)
         h_seen[key] = rest
         return rest
 
