@@ -140,7 +140,6 @@ def exact_remat(graph: Graph, B: int, caps=None, order: str = "free", *, upto: f
 
     h_seen: dict = {}
     producer = g.producer
-    in_list = [list(g.op_in[v]) for v in range(n)]
 
     def h(R: int, ran: int) -> float:
         key = (R, ran)
@@ -164,7 +163,7 @@ def exact_remat(graph: Graph, B: int, caps=None, order: str = "free", *, upto: f
         while again:
             v = again.pop()
             rest += cost[v]
-            for j in in_list[v]:
+            for j in g.op_in[v]:
                 p = producer[j]
                 if p >= 0 and not (R >> j) & 1 and not (marked >> p) & 1:
                     marked |= 1 << p
