@@ -12,7 +12,8 @@ Rows: the shipped graphs the search applies to (at most ``exhaustive.MAX_OPS`` o
 three classes: no cap and free order (the CLI's default), ``--cap 1`` free, ``--cap 1 --order
 given`` (Moccasin's class). Then ``--generated N`` random DAGs of 22 operators
 (``instances.generators.random_dag(22, seed=s)``, s < N) at ``--generated-ratios``, the same
-three classes.
+three classes. Then the peak objective (least peak with compute at most (1 + eps) x baseline)
+on the shipped graphs at ``--peak-eps``, without a cap and with ``--cap 1``, free order.
 
     .venv/bin/python benchmarks/bench_remat_exhaustive.py --time-limit 20 --workers 2
 
@@ -49,7 +50,7 @@ def load(path):
     return random_dag(path[1], seed=path[2]) if isinstance(path, tuple) else load_graph(path)
 
 
-def run_one(path, r, cap, order, side, time_limit, workers):
+def run_one(path, r, cap, order, side, time_limit, workers, eps=None):
     import memsched.solvers.remat.cp as cp
     from memsched.solvers.remat import cut_bound
     from memsched.solvers.remat.dispatch import solve_remat
@@ -58,10 +59,15 @@ def run_one(path, r, cap, order, side, time_limit, workers):
     g = load(path)
     cp.EXHAUSTIVE_SHARE = SIDES[side]
     t = time.perf_counter()
-    res = solve_remat(g, r, method="cp", cap=cap, order=order, time_limit=time_limit, workers=workers)
+    if eps is None:
+        res = solve_remat(g, r, method="cp", cap=cap, order=order, time_limit=time_limit, workers=workers)
+    else:
+        res = solve_remat(g, None, method="cp", cap=cap, order=order, objective="peak", eps=eps,
+                          time_limit=time_limit, workers=workers)
     wall = time.perf_counter() - t
     ex = res.params.get("exhaustive")
-    return {"status": res.status, "compute": res.compute, "lower_bound": res.lower_bound, "scope": res.scope,
+    return {"status": res.status, "compute": res.compute, "peak": res.peak, "lower_bound": res.lower_bound,
+            "scope": res.scope,
             "proof_s": res.extra.get("time_to_proof_s"), "wall_s": round(wall, 2), "exhaustive": ex}
 
 
@@ -73,6 +79,7 @@ def main(argv=None) -> int:
     ap.add_argument("--graphs", default=None, help="comma-separated shipped names (default: all that apply)")
     ap.add_argument("--generated", type=int, default=8, help="random DAGs of 22 operators, seeds 0..N-1")
     ap.add_argument("--generated-ratios", default="0.7")
+    ap.add_argument("--peak-eps", default="0,0.1,0.3", help="extra compute allowed in the peak-objective rows")
     a = ap.parse_args(argv)
     from memsched.solvers.remat.exhaustive import fits_exhaustive
 
@@ -101,6 +108,25 @@ def main(argv=None) -> int:
                 print(f"{name} cap={cap} {order} {r}: with {w['status']} {w['compute']} lb {w['lower_bound']} "
                       f"({w['wall_s']} s); without {wo['status']} {wo['compute']} lb {wo['lower_bound']} "
                       f"({wo['wall_s']} s)", flush=True)
+    peak_rows = []
+    for name in SHIPPED:
+        path = ROOT / "instances" / "shipped" / f"{name}.json"
+        if (want is not None and name not in want) or not fits_exhaustive(load(path)):
+            continue
+        for cap in (None, 1):
+            for eps in [float(x) for x in a.peak_eps.split(",")]:
+                sides = ["with", "without"] if k % 2 == 0 else ["without", "with"]
+                k += 1
+                out = {"graph": name, "n": load(path).n_ops, "eps": eps, "cap": cap, "order": "free",
+                       "objective": "peak", "load": round(os.getloadavg()[0], 1), "first": sides[0]}
+                for side in sides:
+                    out[side] = run_one(path, None, cap, "free", side, a.time_limit, a.workers, eps=eps)
+                peak_rows.append(out)
+                w, wo = out["with"], out["without"]
+                print(f"{name} peak cap={cap} eps={eps}: with {w['status']} {w['peak']} lb {w['lower_bound']} "
+                      f"({w['wall_s']} s); without {wo['status']} {wo['peak']} lb {wo['lower_bound']} "
+                      f"({wo['wall_s']} s)", flush=True)
+    rows += peak_rows
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     with RESULTS.open("a") as f:
         for row in rows:
@@ -112,7 +138,7 @@ def main(argv=None) -> int:
 def write_section(rows, a, started):
     cmd = (f"nice .venv/bin/python benchmarks/bench_remat_exhaustive.py --time-limit {a.time_limit:g} "
            f"--workers {a.workers} --ratios {a.ratios} --generated {a.generated} --generated-ratios "
-           f"{a.generated_ratios}" + (f" --graphs {a.graphs}" if a.graphs else ""))
+           f"{a.generated_ratios} --peak-eps {a.peak_eps}" + (f" --graphs {a.graphs}" if a.graphs else ""))
     L = ["## Exhaustive search for small graphs (docs/remat.md)", "",
          f"Measured {started} with `{cmd}` (results: benchmarks/results/remat_exhaustive.jsonl). "
          f"`solve_remat(method='cp')`, {a.time_limit:g} s and {a.workers} CP-SAT worker(s) per run, compute "
@@ -128,6 +154,8 @@ def write_section(rows, a, started):
          "| search: status / states / s | without: status | without: compute | without: lower bound "
          "| without: proof s | first | load |",
          "|---|---:|---|---|---:|---|---:|---:|---:|---|---|---:|---:|---:|---|---:|"]
+    peak_rows = [r for r in rows if r.get("objective") == "peak"]
+    rows = [r for r in rows if r.get("objective") != "peak"]
     for row in rows:
         w, wo = row["with"], row["without"]
         ex = w["exhaustive"]
@@ -152,6 +180,29 @@ def write_section(rows, a, started):
                 r["with"]["compute"] is None or abs(r["with"]["compute"] - r["without"]["compute"]) <= 1e-9)
             if not same:
                 L.append(f"* DISAGREEMENT: {r['graph']} cap={r['cap']} {r['order']} {r['r']}")
+    if peak_rows:
+        L += ["", "Peak objective (least peak with compute at most (1 + eps) x baseline; free order; the same "
+                  "sides, time limit and alternation). *search*: the bisection on the budget "
+                  "(`exhaustive.least_peak_exact`) of the *with* side.", "",
+              "| graph | n | cap | eps | with: status | with: peak | with: lower bound | with: wall s "
+              "| search: status / states / s | without: status | without: peak | without: lower bound "
+              "| without: wall s | first | load |",
+              "|---|---:|---|---:|---|---:|---:|---:|---|---|---:|---:|---:|---|---:|"]
+        for row in peak_rows:
+            w, wo = row["with"], row["without"]
+            ex = w["exhaustive"]
+            es = "-" if not ex else f"{ex['status']} / {ex['states']} / {ex['s']:.2f}"
+            L.append(f"| {row['graph']} | {row['n']} | {fmt(row['cap'])} | {row['eps']} | {w['status']} | "
+                     f"{fmt(w['peak'])} | {fmt(w['lower_bound'], 0)} | {w['wall_s']} | {es} | {wo['status']} | "
+                     f"{fmt(wo['peak'])} | {fmt(wo['lower_bound'], 0)} | {wo['wall_s']} | {row['first']} | "
+                     f"{row['load']} |")
+        for r in peak_rows:
+            if r["with"]["status"] == r["without"]["status"] == "optimal" and r["with"]["peak"] != r["without"]["peak"]:
+                L.append(f"* DISAGREEMENT: {r['graph']} peak cap={r['cap']} eps={r['eps']}")
+        L.append(f"* Peak rows: {len(peak_rows)}; optimal: {sum(r['with']['status'] == 'optimal' for r in peak_rows)} "
+                 f"with, {sum(r['without']['status'] == 'optimal' for r in peak_rows)} without; summed wall "
+                 f"{sum(r['with']['wall_s'] for r in peak_rows):.1f} s with, "
+                 f"{sum(r['without']['wall_s'] for r in peak_rows):.1f} s without.")
     SECTION.write_text("\n".join(L) + "\n")
 
 

@@ -72,7 +72,7 @@ from dataclasses import dataclass
 
 from memsched.formulations import COMPUTE, FREE, Graph, Schedule, evaluate
 
-__all__ = ["RefRemat", "order_peak", "least_peak", "remat", "remat_all", "naive_remat", "in_class", "ORDERS", "CAPS",
+__all__ = ["RefRemat", "order_peak", "least_peak", "least_budget", "remat", "remat_all", "naive_remat", "in_class", "ORDERS", "CAPS",
            "check_compute_bound", "check_free_compute_bound", "seeded_bound_sweep"]
 
 ORDERS = ("free", "given", "stage")
@@ -307,6 +307,24 @@ def remat(g: Graph, B: int, cap=None, order: str = "free", max_states: int = 2_0
                     break
                 sub = (sub - 1) & choice
     return RefRemat(None, None, None, settled)
+
+
+def least_budget(g: Graph, limit: float, cap=None, order: str = "free") -> int:
+    """The least peak of a schedule of class ``order`` within ``cap`` whose compute is at most
+    ``limit`` (the peak objective's optimum): binary search on the budget B for the least one
+    whose least compute (:func:`remat`) is at most ``limit``; that compute never rises with B,
+    and the plain given order (free class: the best plain order) always qualifies when
+    ``limit`` is at least the baseline."""
+    hi = order_peak(g)[0] if order == "free" else evaluate(g, Schedule.from_order(g, g.given_order())).peak
+    lo = 0
+    while lo < hi:
+        mid = (lo + hi) // 2
+        r = remat(g, mid, cap, order)
+        if r.compute is not None and r.compute <= limit + 1e-9:
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
 
 
 def _bits(x: int):

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from memsched.formulations import COMPUTE, FREE, Schedule, evaluate
 from memsched.solvers.remat.cost_caps import caps_from_compute, drop_useless
 
-from referee import RefereeLimit, in_class, remat
+from referee import RefereeLimit, in_class, least_budget, remat
 from referee_strategies import random_tiny_graph, tiny_instances
 
 SET = dict(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
@@ -148,23 +148,7 @@ def test_the_cp_driver_with_unbounded_recomputation_claims_the_referee_optimum()
     assert whole > 40 and needs > 100, (whole, needs)
 
 
-def _least_peak_within(g, limit, order):
-    """The least budget B for which the referee's unbounded optimum of class ``order`` is at
-    most ``limit`` (binary search: the optimum does not rise with B); the peak of a plain
-    order always qualifies."""
-    from referee import order_peak
-
-    lo, hi = 0, order_peak(g)[0] if order == "free" else evaluate(g, Schedule.from_order(g, g.given_order())).peak
-    while lo < hi:
-        mid = (lo + hi) // 2
-        r = remat(g, mid, None, order)
-        if r.compute is not None and r.compute <= limit + 1e-9:
-            hi = mid
-        else:
-            lo = mid + 1
-    return hi
-
-
+@pytest.mark.usefixtures("cp_phases")
 def test_least_peak_with_unbounded_recomputation_claims_the_referee_optimum():
     """The peak objective (least peak with compute at most (1 + eps) x baseline, unbounded
     recomputation): the caps derived from that limit hold from the start, so "optimal" and the
@@ -176,7 +160,7 @@ def test_least_peak_with_unbounded_recomputation_claims_the_referee_optimum():
         g, _B = random_tiny_graph(seed, max_ops=6)
         for eps in (0.0, 0.5):
             for order in ("free", "given"):
-                true = _least_peak_within(g, (1 + eps) * g.total_cost(), order)
+                true = least_budget(g, (1 + eps) * g.total_cost(), None, order)
                 res = solve_remat(g, None, method="cp", cap=None, objective="peak", eps=eps, order=order,
                                   time_limit=20)
                 assert res.schedule is not None and res.peak >= true, (seed, eps, order, res.peak, true)

@@ -342,6 +342,10 @@ def _phases(s: _Solve) -> SolveResult:
             res = _bounds(s)
             if res is not None:
                 return res
+    else:
+        res = _exhaustive_peak(s)
+        if res is not None:
+            return res
     if INTERRUPTED.is_set():
         return s.best_so_far("interrupted")
     if done is not None:
@@ -513,6 +517,37 @@ def _exhaustive(s: _Solve) -> SolveResult | None:
                         stop="the exhaustive search settled a schedule of least compute (bound met)")
     s.floor = max(s.floor, ex.lower_bound)  # a bound of the asked problem, so of any class inside it
     return None
+
+
+def _exhaustive_peak(s: _Solve) -> SolveResult | None:
+    """The peak objective on a small graph: the least peak of a schedule of compute at most the
+    limit, by bisection on the budget with the exhaustive search (``exhaustive.least_peak_exact``),
+    for ``EXHAUSTIVE_SHARE`` of the time left, from the hint (a plain order: compute = baseline).
+    Decided, it ends the solve as optimal for the asked class; else the CP-SAT model goes on."""
+    from memsched.solvers.remat.exhaustive import fits_exhaustive, least_peak_exact
+
+    g = s.graph
+    if (s.objective != "peak" or s.limit_c is None or not fits_exhaustive(g) or INTERRUPTED.is_set()
+            or EXHAUSTIVE_SHARE <= 0 or s.left() < 0.2 or s.hint is None):
+        return None
+    ev = evaluate(g, s.hint)
+    if ev.compute > s.limit_c or (s.B is not None and ev.peak > s.B):
+        return None
+    scope = "given-first-computations" if s.given else "free"
+    s.say("exhaustive", f"least peak with compute at most {s.limit_c:g} by bisection ({scope})")
+    ex = least_peak_exact(g, s.limit_c, s.caps, "given" if s.given else "free", hi=ev.peak, hi_schedule=s.hint,
+                          max_states=EXHAUSTIVE_STATES, time_limit=EXHAUSTIVE_SHARE * s.left(),
+                          stop=INTERRUPTED.is_set)
+    s.params["exhaustive"] = {"status": ex.status, "states": ex.states, "s": round(ex.seconds, 3),
+                              "lower_bound": ex.lower_bound}
+    s.say("exhaustive", f"{ex.status} after {ex.states} states ({ex.seconds:.2f} s)")
+    if ex.status != "optimal":
+        return None
+    s.scope = s.params["scope"] = scope
+    return s.result(ex.schedule, status=Status.OPTIMAL, objective="peak", claimed=ex.lower_bound,
+                    lower_bound=ex.lower_bound, wall_s=s.elapsed(),
+                    message=f"the exhaustive search settled the least peak ({ex.states} states)",
+                    stop="the exhaustive search proved the least peak (bound met)")
 
 
 #: share of the time left for resuming the joint program of several moments once a schedule is known

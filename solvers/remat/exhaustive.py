@@ -47,9 +47,9 @@ import math
 import time
 from dataclasses import dataclass
 
-from memsched.formulations import COMPUTE, FREE, Graph, Schedule
+from memsched.formulations import COMPUTE, FREE, Graph, Schedule, evaluate
 
-__all__ = ["ExactSearch", "exact_remat", "fits_exhaustive", "MAX_OPS", "MAX_TENSORS"]
+__all__ = ["ExactSearch", "exact_remat", "least_peak_exact", "fits_exhaustive", "MAX_OPS", "MAX_TENSORS"]
 
 #: graphs the driver hands to the search: at most this many operators and tensors (the state
 #: space grows with both; the shipped graphs of 12-18 operators settle in under 0.1 s)
@@ -265,3 +265,33 @@ def _witness(g: Graph, state, parent, useless_inputs: int, useless: int) -> Sche
         events += [(FREE, j) for j in _members(_mask(g.op_out[v]) & useless)]
         events += [(FREE, j) for j in _members(sub)]
     return Schedule(tuple(events))
+
+
+def least_peak_exact(graph: Graph, limit: float, caps=None, order: str = "free", *, hi: int, hi_schedule: Schedule,
+                     max_states: int = 1_000_000, time_limit: float | None = None, stop=None) -> ExactSearch:
+    """The least peak of a schedule of compute at most ``limit`` (the peak objective), given one
+    such schedule ``hi_schedule`` of peak ``hi``: bisection on the budget B with
+    :func:`exact_remat` (``upto=limit``) deciding whether some schedule of the class has peak
+    <= B and compute <= ``limit``. That predicate never turns false as B grows, so the least
+    B where it holds is the least peak, and the schedule found there has exactly that peak.
+    ``status`` "optimal" (``lower_bound`` = that peak, ``schedule`` attains it, ``compute`` is its) or
+    "stopped" (a probe reached a limit; nothing is claimed and ``lower_bound`` is the least
+    budget not yet refuted)."""
+    t0 = time.perf_counter()
+    deadline = math.inf if time_limit is None else t0 + time_limit
+    lo, best, states = 0, hi_schedule, 0
+    while lo < hi:
+        mid = (lo + hi) // 2
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return ExactSearch("stopped", None, None, lo, states, time.perf_counter() - t0)
+        probe = exact_remat(graph, mid, caps, order, upto=limit, max_states=max_states - states,
+                            time_limit=None if math.isinf(left) else left, stop=stop)
+        states += probe.states
+        if probe.status == "stopped":
+            return ExactSearch("stopped", None, None, lo, states, time.perf_counter() - t0)
+        if probe.status == "optimal":
+            hi, best = mid, probe.schedule
+        else:  # "none upto" or "infeasible": no schedule of the class within mid and limit
+            lo = mid + 1
+    return ExactSearch("optimal", evaluate(graph, best).compute, best, hi, states, time.perf_counter() - t0)
