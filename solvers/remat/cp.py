@@ -26,7 +26,8 @@ Graphs of at most ``exhaustive.MAX_OPS`` operators: the exhaustive search of the
 (:mod:`.exhaustive`) runs after the provers of step 4 once a first schedule within B is known (up
 to its compute), and in phase 1 before the CP-SAT least-peak models (after the given-order
 relaxation, cut loop and stage-class phase); it decides the row or raises the floor
-(``_exhaustive``).
+(``_exhaustive``). With the peak objective, a bisection on the budget with the same search runs
+after the warm starts (``_exhaustive_peak``).
 
 Without a cap the model needs an internal cap (``DEFAULT_CP_CAP``, doubled up to
 ``MAX_CP_CAP`` while the capped model is proven infeasible); the result's ``scope`` then
