@@ -135,6 +135,11 @@ def main(argv=None) -> int:
     return 0
 
 
+def search_cell(ex) -> str:
+    """What the search of a *with* run ended with: status / states / seconds, or "-"."""
+    return "-" if not ex else f"{ex['status']} / {ex['states']} / {ex['s']:.2f}"
+
+
 def write_section(rows, a, started):
     cmd = (f"nice .venv/bin/python benchmarks/bench_remat_exhaustive.py --time-limit {a.time_limit:g} "
            f"--workers {a.workers} --ratios {a.ratios} --generated {a.generated} --generated-ratios "
@@ -158,8 +163,7 @@ def write_section(rows, a, started):
     rows = [r for r in rows if r.get("objective") != "peak"]
     for row in rows:
         w, wo = row["with"], row["without"]
-        ex = w["exhaustive"]
-        es = "-" if not ex else f"{ex['status']} / {ex['states']} / {ex['s']:.2f}"
+        es = search_cell(w["exhaustive"])
         L.append(f"| {row['graph']} | {row['n']} | {fmt(row['cap'])} | {row['order']} | {row['r']} | {w['status']} | "
                  f"{fmt(w['compute'], 0)} | {fmt(w['lower_bound'], 0)} | {fmt(w['proof_s'])} | {es} | {wo['status']} | "
                  f"{fmt(wo['compute'], 0)} | {fmt(wo['lower_bound'], 0)} | {fmt(wo['proof_s'])} | {row['first']} | "
@@ -190,8 +194,7 @@ def write_section(rows, a, started):
               "|---|---:|---|---:|---|---:|---:|---:|---|---|---:|---:|---:|---|---:|"]
         for row in peak_rows:
             w, wo = row["with"], row["without"]
-            ex = w["exhaustive"]
-            es = "-" if not ex else f"{ex['status']} / {ex['states']} / {ex['s']:.2f}"
+            es = search_cell(w["exhaustive"])
             L.append(f"| {row['graph']} | {row['n']} | {fmt(row['cap'])} | {row['eps']} | {w['status']} | "
                      f"{fmt(w['peak'])} | {fmt(w['lower_bound'], 0)} | {w['wall_s']} | {es} | {wo['status']} | "
                      f"{fmt(wo['peak'])} | {fmt(wo['lower_bound'], 0)} | {wo['wall_s']} | {row['first']} | "

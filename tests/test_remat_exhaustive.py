@@ -116,6 +116,7 @@ def test_a_search_stopped_early_bounds_the_optimum_from_below():
 
 
 def test_upto_finds_the_optimum_at_it_and_nothing_below_it():
+    """(Seen red with ``upto`` not pruning: "optimal" found below the optimum's compute.)"""
     checked = 0
     for seed in range(600):
         g, B = random_tiny_graph(seed, max_ops=7)
@@ -133,7 +134,9 @@ def test_upto_finds_the_optimum_at_it_and_nothing_below_it():
 
 def test_the_cp_driver_decides_small_graphs_by_the_search_and_claims_only_what_holds():
     """Every instance of the sweep ends decided (optimal or infeasible) and every claim of the
-    driver holds for the asked problem (the referee's judge)."""
+    driver holds for the asked problem (the referee's judge). (Seen red with the search's
+    stopped bound raised by 5 in the driver and 20 states allowed: a lower bound of 16.5 above
+    the schedule's 11.5.)"""
     from memsched.solvers.remat.dispatch import solve_remat
 
     used = 0
