@@ -17,10 +17,16 @@ train graphs with several topological orders, with and without the free-order st
 relaxation phase of the cp driver (``_free_relaxation``; docs/remat.md, "Free-order stage
 relaxation"), the two arms of a row run one after the other.
 
+With ``--fallback ROWS`` (random_layered rows, e.g. rl_n100:0.6): ``memsched remat --order free``
+without a cap (solve_remat, 60 s, 2 CP-SAT workers) side by side, the cp driver as is ("with": the
+reachability search's schedule as a fallback, ``cp._decide_unbounded``) and with
+``cp.UNBOUNDED_SHARE = 0`` ("without": the driver before it), one after the other.
+
 Writes benchmarks/results/remat_lowbudget.json and benchmarks/sections/46-remat-low-budgets.md.
 
     nice .venv/bin/python benchmarks/bench_remat_lowbudget.py [--time-limit 120]
     nice .venv/bin/python benchmarks/bench_remat_lowbudget.py --free-bounds fcn_8:0.9,fcn_8:0.8,fcn_8:0.7
+    nice .venv/bin/python benchmarks/bench_remat_lowbudget.py --fallback rl_n100:0.6,rl_n100:0.62,rl_n250:0.6
 """
 from __future__ import annotations
 
@@ -181,6 +187,57 @@ def free_bounds(rows: list, time_limit: float, workers: int) -> dict:
     return out
 
 
+def fallback_rows(rows: list, time_limit: float, workers: int) -> list:
+    """Each random_layered row (name, r) without a cap, free order, with the driver as is and with
+    ``cp.UNBOUNDED_SHARE = 0``, one after the other (every schedule re-judged by solve_remat)."""
+    from memsched.formulations import Schedule, evaluate
+    from memsched.instances.formats import load_graph
+    from memsched.solvers.remat import cp as cpmod
+    from memsched.solvers.remat.dispatch import solve_remat
+
+    out, share = [], cpmod.UNBOUNDED_SHARE
+    for name, r in rows:
+        g = load_graph(str(DATA / GRAPHS[name]))
+        B = int(r * evaluate(g, Schedule.from_order(g, g.given_order())).peak)
+        row = {"graph": name, "r": r, "budget": B, "load": round(os.getloadavg()[0], 1)}
+        for arm in ("with", "without"):
+            cpmod.UNBOUNDED_SHARE = share if arm == "with" else 0.0
+            try:
+                res = solve_remat(g, B, method="cp", order="free", time_limit=time_limit, workers=workers)
+            finally:
+                cpmod.UNBOUNDED_SHARE = share
+            row[arm] = {"status": str(res.status), "compute": res.compute, "lower_bound": res.lower_bound,
+                        "recomputations": None if res.schedule is None else len(res.schedule.computes()) - g.n_ops,
+                        "time_to_first_s": res.extra.get("time_to_first_s"), "wall_s": round(res.wall_s, 2),
+                        "reachability_search": res.params.get("reachability_search")}
+            print(f"{name} {r} {arm}: {res.status} {res.compute} lb {res.lower_bound}", file=sys.stderr, flush=True)
+        out.append(row)
+    return out
+
+
+def fallback_section(fb: dict) -> list:
+    def cell(x):
+        return "-" if x is None else f"{x:.6g}"
+
+    L = ["", "## No cap, free order: the reachability search's schedule as a fallback", "",
+         f"Reproduce: `{fb['command']}` ({fb['load']}). `memsched remat GRAPH --budget r --order free --time-limit "
+         f"{fb['time_limit']:g} --workers {fb['workers']}` (no cap) through solve_remat, side by side in one run: "
+         "`with` is the cp driver as is, `without` has `cp.UNBOUNDED_SHARE = 0` (the driver before "
+         "`_decide_unbounded`; docs/remat-low-budgets.md, section 5).", "",
+         "| graph | r | budget | with: status | compute | lower bound | recomputations | first s | search | "
+         "without: status | compute | lower bound | load |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in fb["rows"]:
+        w, o = row["with"], row["without"]
+        rs = w["reachability_search"] or {}
+        L.append(f"| {row['graph']} | {row['r']} | {row['budget']} | {w['status']} | {cell(w['compute'])} | "
+                 f"{cell(w['lower_bound'])} | {w['recomputations'] if w['recomputations'] is not None else '-'} | "
+                 f"{w['time_to_first_s'] if w['time_to_first_s'] is not None else '-'} | "
+                 f"{rs.get('status', '-')} ({rs.get('s', '-')} s) | {o['status']} | {cell(o['compute'])} | "
+                 f"{cell(o['lower_bound'])} | {row['load']} |")
+    return L
+
+
 def free_section(fb: dict) -> list:
     def pct(x):
         return "-" if x is None else f"{100 * x:.3f}"
@@ -210,7 +267,7 @@ def res_tl(res: dict) -> float:
     return next(iter(res.values())).get("time_limit", 60.0)
 
 
-def write_section(res: dict, cmd: str, load: str, fb: dict | None = None) -> None:
+def write_section(res: dict, cmd: str, load: str, fb: dict | None = None, fbk: dict | None = None) -> None:
     L = ["## Low budgets: random_layered n100 / n250 at r = 0.6", "",
          f"Reproduce: `{cmd}` (results: benchmarks/results/remat_lowbudget.json). Machine: 2 CPU cores shared with "
          f"other jobs ({load}); one run. Methods: solvers/remat/lowbudget.py; proofs: docs/remat-low-budgets.md.",
@@ -250,6 +307,8 @@ def write_section(res: dict, cmd: str, load: str, fb: dict | None = None) -> Non
     L.append("")
     if fb:
         L += free_section(fb)
+    if fbk:
+        L += fallback_section(fbk)
     SECTION.write_text("\n".join(L) + "\n")
 
 
@@ -265,6 +324,9 @@ def main() -> None:
                     help="free-order lower bounds with and without the free-order relaxation, e.g. fcn_8:0.9,fcn_8:0.8 "
                          "(saved with the other results; the low-budget rows are not re-run)")
     ap.add_argument("--free-time-limit", type=float, default=60.0)
+    ap.add_argument("--fallback", metavar="ROWS",
+                    help="no cap, free order, with and without the reachability search's fallback schedule, e.g. "
+                         "rl_n100:0.6,rl_n250:0.6 (saved with the other results; the low-budget rows are not re-run)")
     ap.add_argument("--workers", type=int, default=2)
     a = ap.parse_args()
     if not DATA.is_dir():
@@ -286,6 +348,20 @@ def main() -> None:
                     f"Python {platform.python_version()}"}
         RESULTS.write_text(json.dumps(saved, indent=1, default=str) + "\n")
         a.report = True
+    if a.fallback:
+        rows = [(x.split(":")[0], float(x.split(":")[1])) for x in a.fallback.split(",")]
+        load0 = os.getloadavg()[0]
+        fbr = fallback_rows(rows, a.free_time_limit, a.workers)
+        saved = json.loads(RESULTS.read_text())
+        saved["fallback"] = {
+            "rows": fbr, "time_limit": a.free_time_limit, "workers": a.workers,
+            "command": f"nice .venv/bin/python benchmarks/bench_remat_lowbudget.py --fallback {a.fallback}"
+                       + (f" --free-time-limit {a.free_time_limit:g}" if a.free_time_limit != 60.0 else "")
+                       + (f" --workers {a.workers}" if a.workers != 2 else ""),
+            "load": f"1-minute load average {load0:.1f} at start, {os.getloadavg()[0]:.1f} at end; "
+                    f"Python {platform.python_version()}"}
+        RESULTS.write_text(json.dumps(saved, indent=1, default=str) + "\n")
+        a.report = True
     if a.report:
         saved = json.loads(RESULTS.read_text())
         res, load, a.time_limit = saved["rows"], saved["load"], saved["time_limit"]
@@ -300,7 +376,7 @@ def main() -> None:
     cmd = "nice .venv/bin/python benchmarks/bench_remat_lowbudget.py" + \
         (f" --time-limit {a.time_limit:g}" if a.time_limit != 120.0 else "")
     saved = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    write_section(res, cmd, load, saved.get("free_bounds"))
+    write_section(res, cmd, load, saved.get("free_bounds"), saved.get("fallback"))
     print(SECTION.read_text())
 
 

@@ -224,3 +224,95 @@ def test_exact_with_plain_witnesses_only(g):
     assert check_sound(g, b, True, tree_events=0).status == "feasible"
     if b > 0:
         assert check_sound(g, b - 1, False, tree_events=0).status == "infeasible"
+
+
+@settings(max_examples=600, **SET)
+@given(st.data())
+def test_dropping_dead_computations_never_raises_the_peak(data):
+    """``drop_dead_computations`` on the compute sequence of any valid schedule (every feature,
+    recomputations included): the schedule of what is left is valid, runs every operator,
+    computes no more and peaks no higher than the schedule of the whole sequence."""
+    from memsched.solvers.remat.local_search import drop_dead_computations, schedule_from_sequence
+
+    g = data.draw(random_graphs(max_ops=6, max_size=12))
+    seq = list(data.draw(valid_schedules(g, max_events=40)).computes())
+    whole = evaluate(g, schedule_from_sequence(g, seq))
+    kept = drop_dead_computations(g, seq)
+    ev = evaluate(g, schedule_from_sequence(g, kept))  # raises on an invalid schedule
+    assert set(kept) == set(range(g.n_ops))
+    assert ev.peak <= whole.peak and ev.compute <= whole.compute + 1e-9
+
+
+def test_dead_computations_are_dropped():
+    """a -> b -> c and a -> c. Run as a, b, a, c: b reads the first a and c the second, so
+    everything is live. As a, b, a, b, c the first b (c reads the second) and then the first a
+    are dead; as a, a, b, c the first a is."""
+    from memsched.solvers.remat.local_search import drop_dead_computations
+
+    g = Graph.from_single_output([("a", 4, 1.0), ("b", 2, 1.0), ("c", 1, 1.0)],
+                                 [("a", "b"), ("b", "c"), ("a", "c")], name="chain")
+    a, b, c = (g.op_index[x] for x in "abc")
+    assert drop_dead_computations(g, [a, b, a, c]) == [a, b, a, c]
+    assert drop_dead_computations(g, [a, b, a, b, c]) == [a, b, c]
+    assert drop_dead_computations(g, [a, a, b, c]) == [a, b, c]
+
+
+def _no_cp_search(monkeypatch):
+    """The CP driver with no warm start beyond the plain orders, no exhaustive search and a
+    CP-SAT that finds nothing: only the reachability search can give a schedule."""
+    from memsched.solvers.remat import cp
+
+    monkeypatch.setattr(cp, "EXHAUSTIVE_SHARE", 0.0)
+    monkeypatch.setattr(cp, "greedy_warm_start", lambda *a, **k: None)
+    monkeypatch.setattr(cp, "run_cpsat", lambda *a, **k: ("unknown", None, None, 0.0, []))
+
+
+def test_the_cp_driver_returns_the_reachability_schedule_without_a_cap(monkeypatch):
+    """No cap, free order, a budget no plain order meets and the CP search finding nothing:
+    the driver returns the schedule the reachability search emitted (dead computations
+    dropped), valid within the budget, feasible for the asked problem, at least the referee's
+    least compute; at the referee's least budget on 14 random DAGs."""
+    from memsched.instances.generators import random_dag
+    from memsched.solvers.remat import cp
+    from memsched.solvers.remat.dispatch import solve_remat
+
+    _no_cp_search(monkeypatch)
+    seen = 0
+    for seed in range(14):
+        g = random_dag(9, seed, edge_prob=0.35, max_size=20)
+        B = least_budget(g)
+        if referee.order_peak(g)[0] <= B:
+            continue  # a plain order fits: no recomputation, nothing for the search to do
+        seen += 1
+        r = solve_remat(g, B, method="cp", time_limit=30, workers=1)
+        assert r.schedule is not None and r.scope == "free", (seed, r.status, r.message)
+        assert "reachability search" in r.message and r.params["reachability_search"]["status"] == "feasible"
+        ev = evaluate(g, r.schedule)
+        assert ev.peak <= B
+        best = referee.remat(g, B, None).compute
+        assert ev.compute >= best - 1e-9
+        assert r.status == ("optimal" if abs(ev.compute - best) < 1e-9 and r.lower_bound == ev.compute else "feasible")
+    assert seen >= 5
+    # with a cap the search's schedule answers another question: nothing is returned
+    g = random_dag(9, 0, edge_prob=0.35, max_size=20)
+    r = solve_remat(g, least_budget(g), method="cp", cap=1, time_limit=10, workers=1)
+    assert r.schedule is None and "reachability_search" not in r.params
+    assert cp.UNBOUNDED_SHARE > 0
+
+
+def test_a_refutation_beside_the_reachability_schedule_is_a_disagreement():
+    """The fallback and a refutation of the asked problem cannot both stand."""
+    import pytest
+
+    from memsched.formulations.schedule import Schedule
+    from memsched.solvers.remat.cp import _fallback_result
+    from memsched.solvers.result import SolveResult, SolverDisagreement, Status
+
+    g = Graph.from_single_output([("a", 4, 1.0), ("b", 2, 1.0)], [("a", "b")], name="ab")
+    res = SolveResult(solver="remat-cp", status=Status.INFEASIBLE, schedule=None, objective="compute",
+                      params={"refutes_asked_problem": True}, message="refuted")
+    with pytest.raises(SolverDisagreement):
+        _fallback_result(g, res, {"fallback": Schedule.from_order(g, g.given_order())})
+    res.params = {}
+    out = _fallback_result(g, res, {"fallback": Schedule.from_order(g, g.given_order()), "fallback_s": 0.1})
+    assert out.status == Status.FEASIBLE and out.scope == "free" and out.extra["time_to_first_s"] == 0.1

@@ -29,6 +29,12 @@ relaxation, cut loop and stage-class phase); it decides the row or raises the fl
 (``_exhaustive``). With the peak objective, a bisection on the budget with the same search runs
 after the warm starts (``_exhaustive_peak``).
 
+Every operator without a cap, free order, compute objective, no schedule within B after the
+warm starts: the exhaustive backward reachability search (:func:`.lowbudget.decide_unbounded`)
+decides whether any schedule fits B; "infeasible" ends the solve, "feasible" keeps its emitted
+schedule (dead computations dropped) as a fallback, returned only if the model finds no schedule
+within B (``_decide_unbounded``).
+
 Without a cap the model needs an internal cap (``DEFAULT_CP_CAP``, doubled up to
 ``MAX_CP_CAP`` while the capped model is proven infeasible); the result's ``scope`` then
 names the capped class (docs/claims.md), until a schedule within B is known: the caps derived
@@ -169,10 +175,11 @@ def solve_cp(graph: Graph, B, caps, objective, eps, time_limit, seed, progress, 
     unbounded = caps is None or any(c is None for c in caps)
     k = DEFAULT_CP_CAP
     tried = []
+    carry: dict = {}  # what one internal cap's solve leaves to the next (_decide_unbounded)
     while True:
         left = time_limit - (time.perf_counter() - t0)
         res = _solve_once(graph, B, caps, objective, eps, max(0.5, left), seed, progress, workers,
-                          time.perf_counter(), order=order, internal_cap=k)
+                          time.perf_counter(), order=order, internal_cap=k, carry=carry)
         if not unbounded:
             break
         eff = str(res.params.get("effective_cap", ""))
@@ -188,7 +195,30 @@ def solve_cp(graph: Graph, B, caps, objective, eps, time_limit, seed, progress, 
                 or 2 * k > MAX_CP_CAP or time_limit - (time.perf_counter() - t0) < 1.0):
             break
         k *= 2
+    if carry.get("fallback") is not None and res.schedule is None:
+        return _fallback_result(graph, res, carry)
     return res
+
+
+def _fallback_result(graph: Graph, res: SolveResult, carry: dict) -> SolveResult:
+    """The result when the model found no schedule within B but the unbounded reachability
+    search emitted one (``_decide_unbounded``): that schedule, status feasible, for the asked
+    class (free order, no cap), with no lower bound of its own (``lift_claims`` adds the asked
+    problem's). A refutation of the asked problem beside it is a bug."""
+    if res.status == Status.INFEASIBLE and res.params.get("refutes_asked_problem"):
+        raise SolverDisagreement(f"remat-cp: {res.message}, but the reachability search emitted a schedule "
+                                 f"within the budget")
+    why = res.params.get("stop", "")
+    params = dict(res.params)
+    params["stop"] = f"{why}; returning the schedule emitted by the reachability search" if why else \
+        "returning the schedule emitted by the reachability search"
+    out = make_result(graph, carry["fallback"], solver=SOLVER, params=params, status=Status.FEASIBLE,
+                      objective="compute", scope="free", wall_s=res.wall_s,
+                      message="the CP model found no schedule within the budget; this one is the exhaustive "
+                              "reachability search's (each operator's inputs built from scratch, dead "
+                              "computations dropped; docs/remat-low-budgets.md)")
+    out.extra["time_to_first_s"] = out.extra["time_to_best_s"] = carry.get("fallback_s")
+    return out
 
 
 # ------------------------------------------------------------------ state
@@ -213,6 +243,7 @@ class _Solve:
         self.hint_time = None  # seconds from t0 to the hint, once it fits the budget
         self.first_s = None  # seconds from t0 to the first schedule within the budget
         self.params = {"workers": workers, "seed": seed}
+        self.carry: dict = {}  # findings that hold for every internal cap (solve_cp passes one dict to each round)
         self.set_cap(internal_cap)
 
     def set_cap(self, internal_cap: int) -> None:
@@ -287,9 +318,11 @@ class _Solve:
 
 # ------------------------------------------------------------------ phases
 def _solve_once(graph, B, caps, objective, eps, time_limit, seed, progress, workers, t0, *, order="free",
-                internal_cap=DEFAULT_CP_CAP) -> SolveResult:
-    """One solve with a fixed internal cap (phases in the module docstring)."""
+                internal_cap=DEFAULT_CP_CAP, carry: dict | None = None) -> SolveResult:
+    """One solve with a fixed internal cap (phases in the module docstring); ``carry``: what an
+    earlier internal cap's solve found that holds for every cap (``_decide_unbounded``)."""
     s = _Solve(graph, B, caps, objective, eps, time_limit, seed, progress, workers, t0, order, internal_cap)
+    s.carry = {} if carry is None else carry
     try:
         return _phases(s)
     except KeyboardInterrupt:  # Ctrl-C outside CP-SAT (warm starts, model build, bounds)
@@ -650,7 +683,13 @@ def _first_schedule(s: _Solve) -> SolveResult | None:
         return None
     g = s.graph
     from memsched.solvers.remat.lowbudget import refute_low_budget  # docs/remat-low-budgets.md
-    why = refute_low_budget(g, s.B, None if s.unbounded else s.caps, time_limit=min(10.0, 0.1 * s.left()))
+    if _asks_unbounded_free(s):
+        res = _decide_unbounded(s)
+        if res is not None:
+            return res
+        why = None
+    else:
+        why = refute_low_budget(g, s.B, None if s.unbounded else s.caps, time_limit=min(10.0, 0.1 * s.left()))
     if why:
         # valid for the asked problem: without caps the search assumed any recomputation,
         # with caps it used the asked ones (lift_claims keeps it even when cp's class is narrower)
@@ -705,6 +744,59 @@ def _first_schedule(s: _Solve) -> SolveResult | None:
     return s.result(None, status=Status.TIMEOUT, objective=s.objective, lower_bound=s.floor, stop=why,
                     message=f"no schedule within budget {s.B} found in {s.elapsed():.1f} s"
                             + f" (least peak found {evaluate(g, s.hint).peak})")
+
+
+# _decide_unbounded's time: this share of the time left, at most UNBOUNDED_MAX_S seconds (random_layered
+# n100 at 0.6 needs about 5 s; n250 at 0.6 about 360 s, out of reach within a minute)
+UNBOUNDED_SHARE = 0.2
+UNBOUNDED_MAX_S = 20.0
+
+
+def _asks_unbounded_free(s: _Solve) -> bool:
+    """Every operator without a cap, free order, compute objective (and ``UNBOUNDED_SHARE`` > 0;
+    0 gives the driver before ``_decide_unbounded``: ``refute_low_budget`` only)."""
+    return (UNBOUNDED_SHARE > 0 and s.objective == "compute" and not s.given
+            and (s.caps is None or all(c is None for c in s.caps)))
+
+
+def _decide_unbounded(s: _Solve) -> SolveResult | None:
+    """3'. No schedule within B after the warm starts, every operator without a cap, free order:
+    the exhaustive backward reachability search (``lowbudget.decide_unbounded``; its proof and
+    emission in docs/remat-low-budgets.md, section 3). "infeasible" refutes B for every schedule
+    (any recomputation); "feasible" comes with a schedule within B that rebuilds each operator's
+    inputs from scratch, far too many computations for the model's internal cap to hold: its dead
+    computations are dropped (``drop_dead_computations``, the peak never rises), it is re-judged,
+    and it is kept in ``s.carry`` as the fallback ``solve_cp`` returns if the model finds no schedule
+    within B. Runs once per solve (the internal cap's rounds share ``s.carry``)."""
+    from memsched.solvers.remat.local_search import drop_dead_computations, schedule_from_sequence
+    from memsched.solvers.remat.lowbudget import decide_unbounded
+
+    g = s.graph
+    if "unbounded" not in s.carry:
+        if INTERRUPTED.is_set() or s.left() < 1.0:
+            return None
+        s.say("bounds", "exhaustive backward reachability search (any recomputation)")
+        low = decide_unbounded(g, s.B, time_limit=min(UNBOUNDED_MAX_S, UNBOUNDED_SHARE * s.left()))
+        s.carry["unbounded"] = low
+        if low.status == "feasible":
+            sched = low.schedule
+            pruned = schedule_from_sequence(g, drop_dead_computations(g, list(sched.computes())))
+            ev = evaluate(g, pruned)
+            if ev.peak <= s.B:
+                sched = pruned
+            elif evaluate(g, sched).peak > s.B:
+                raise SolverDisagreement(f"remat-cp: the reachability search's schedule peaks above the budget {s.B}")
+            s.carry["fallback"] = sched
+            s.carry["fallback_s"] = round(s.elapsed(), 3)
+        s.say("bounds", f"reachability search: {low.status} ({low.wall_s:.1f} s)"
+              + (f", a schedule of compute {evaluate(g, s.carry['fallback']).compute:g} within the budget"
+                 if low.status == "feasible" else ""))
+    low = s.carry["unbounded"]
+    s.params["reachability_search"] = {"status": low.status, "s": round(low.wall_s, 3), **low.stats}
+    if low.status == "infeasible":
+        s.params["refutes_asked_problem"] = True
+        return s.infeasible(low.reason, proof="local", stop="proved infeasible by the backward reachability search")
+    return None
 
 
 def _polish(s: _Solve) -> None:

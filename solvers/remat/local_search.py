@@ -20,7 +20,7 @@ import time
 from memsched.formulations import Graph, Schedule
 from memsched.formulations.schedule import COMPUTE, FREE
 
-__all__ = ["schedule_from_sequence", "cut_peak", "drop_recomputations"]
+__all__ = ["schedule_from_sequence", "cut_peak", "drop_recomputations", "drop_dead_computations"]
 
 
 def schedule_from_sequence(g: Graph, seq: list[int]) -> Schedule:
@@ -204,6 +204,30 @@ def cut_peak(g: Graph, order: list[int], budget: int, caps=None, time_limit: flo
     if cur[0] <= budget or best_effort:
         return info[0]
     return None
+
+
+def drop_dead_computations(g: Graph, seq: list[int]) -> list[int]:
+    """``seq`` without the computations nothing needs: walking backward, a computation stays
+    when a later kept computation reads one of its outputs as the latest copy, when it makes
+    the final copy of a required output, or when it is the last remaining computation of its
+    operator (every operator runs at least once). Every reader keeps reading the same copy, and
+    in :func:`schedule_from_sequence` each kept copy lives from its computation to its last
+    kept reader, no longer than before, so the schedule's memory at every kept computation is
+    at most the original's: the peak never rises, and the compute falls by the dropped
+    computations. One pass is complete (a kept computation's inputs are marked before the
+    earlier ones are looked at). O(sequence length x degree)."""
+    want: set[int] = set(g.output_idx)  # tensors a kept computation (or the end) needs from an earlier one
+    ran: set[int] = set()
+    keep = [False] * len(seq)
+    for q in range(len(seq) - 1, -1, -1):
+        v = seq[q]
+        outs = g.op_out[v]
+        if v not in ran or any(j in want for j in outs):
+            keep[q] = True
+            ran.add(v)
+            want.difference_update(outs)
+            want.update(g.op_in[v])
+    return [v for v, k in zip(seq, keep) if k]
 
 
 def drop_recomputations(g: Graph, seq: list[int], budget: int, deadline: float | None = None,
