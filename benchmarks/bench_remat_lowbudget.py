@@ -215,6 +215,30 @@ def fallback_rows(rows: list, time_limit: float, workers: int) -> list:
     return out
 
 
+def drop_timing(name: str, r: float) -> dict:
+    """One pass of ``drop_recomputations`` on the reachability search's schedule of (name, r)
+    (dead computations dropped first), the incremental pass against the evaluating one (the pass
+    before it), timed side by side on the same sequence; their outputs must be equal."""
+    from memsched.formulations import Schedule, evaluate
+    from memsched.instances.formats import load_graph
+    from memsched.solvers.remat.local_search import _drop_pass, _drop_pass_by_evaluation, drop_dead_computations
+    from memsched.solvers.remat.lowbudget import decide_unbounded
+
+    g = load_graph(str(DATA / GRAPHS[name]))
+    B = int(r * evaluate(g, Schedule.from_order(g, g.given_order())).peak)
+    seq = drop_dead_computations(g, list(decide_unbounded(g, B, time_limit=60).schedule.computes()))
+    t = time.perf_counter()
+    fast = _drop_pass(g, seq, B, None)
+    t_fast = time.perf_counter() - t
+    t = time.perf_counter()
+    slow = _drop_pass_by_evaluation(g, seq, B, None)
+    t_slow = time.perf_counter() - t
+    if fast != slow:
+        raise SystemExit("the two drop passes disagree")
+    return {"graph": name, "r": r, "length": len(seq), "after": len(fast), "incremental_s": round(t_fast, 3),
+            "evaluating_s": round(t_slow, 2), "ratio": round(t_slow / t_fast, 1)}
+
+
 def fallback_section(fb: dict) -> list:
     def cell(x):
         return "-" if x is None else f"{x:.6g}"
@@ -235,6 +259,12 @@ def fallback_section(fb: dict) -> list:
                  f"{w['time_to_first_s'] if w['time_to_first_s'] is not None else '-'} | "
                  f"{rs.get('status', '-')} ({rs.get('s', '-')} s) | {o['status']} | {cell(o['compute'])} | "
                  f"{cell(o['lower_bound'])} | {row['load']} |")
+    d = fb.get("drop_timing")
+    if d:
+        L += ["", f"One pass of `drop_recomputations` on the search's schedule of {d['graph']} at {d['r']} "
+                  f"({d['length']} computations after the dead ones are dropped, {d['after']} after the pass; the "
+                  f"same output from both): the incremental pass {d['incremental_s']} s, the evaluating pass (the one "
+                  f"before) {d['evaluating_s']} s, {d['ratio']}x."]
     return L
 
 
@@ -354,7 +384,7 @@ def main() -> None:
         fbr = fallback_rows(rows, a.free_time_limit, a.workers)
         saved = json.loads(RESULTS.read_text())
         saved["fallback"] = {
-            "rows": fbr, "time_limit": a.free_time_limit, "workers": a.workers,
+            "rows": fbr, "drop_timing": drop_timing("rl_n100", 0.6), "time_limit": a.free_time_limit, "workers": a.workers,
             "command": f"nice .venv/bin/python benchmarks/bench_remat_lowbudget.py --fallback {a.fallback}"
                        + (f" --free-time-limit {a.free_time_limit:g}" if a.free_time_limit != 60.0 else "")
                        + (f" --workers {a.workers}" if a.workers != 2 else ""),

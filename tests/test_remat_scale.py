@@ -297,3 +297,19 @@ def test_dropping_recomputations_ends_at_a_fixpoint():
         assert ev.peak <= B and ev.compute <= ev1.compute + 1e-9, seed
         better += ev.compute < ev1.compute - 1e-9
     assert better > 0
+
+
+@settings(max_examples=3000, **SET)
+@given(st.data())
+def test_the_incremental_drop_pass_matches_the_evaluating_one(data):
+    """``_drop_pass`` (memory profile, local check) removes exactly what
+    ``_drop_pass_by_evaluation`` (every trial sequence evaluated whole) removes: any valid
+    schedule with every feature, budgets from below its peak to above it."""
+    from memsched.solvers.remat.local_search import _drop_pass, _drop_pass_by_evaluation
+    from strategies import valid_schedules
+
+    g = data.draw(random_graphs(max_ops=6, max_size=12))
+    seq = list(data.draw(valid_schedules(g, max_events=40)).computes())
+    peak = evaluate(g, schedule_from_sequence(g, seq)).peak
+    B = data.draw(st.integers(max(0, peak - 3), peak + 12))
+    assert _drop_pass(g, seq, B, None) == _drop_pass_by_evaluation(g, seq, B, None)

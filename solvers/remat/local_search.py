@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from memsched.formulations import Graph, Schedule
 from memsched.formulations.schedule import COMPUTE, FREE
 
@@ -238,8 +240,10 @@ def drop_recomputations(g: Graph, seq: list[int], budget: int, deadline: float |
     resident longer instead). First occurrences stay, so every sequence tried is valid.
     A removal can make room for one refused earlier in the pass (the removed copy held
     memory where the refused one would have added some), so passes repeat until one removes
-    nothing (``passes``: at most that many). O(repeats x sequence length) per pass; stops at
-    ``deadline`` (a ``time.perf_counter()`` value) with what it has."""
+    nothing (``passes``: at most that many). Each pass keeps a memory profile and checks only the
+    stretch a removal changes (``_drop_pass``; the same answer as evaluating every trial,
+    ``_drop_pass_by_evaluation``); stops at ``deadline`` (a ``time.perf_counter()`` value) with
+    what it has."""
     done = 0
     while passes is None or done < passes:
         out = _drop_pass(g, seq, budget, deadline)
@@ -251,6 +255,142 @@ def drop_recomputations(g: Graph, seq: list[int], budget: int, deadline: float |
 
 
 def _drop_pass(g: Graph, seq: list[int], budget: int, deadline: float | None) -> list[int]:
+    """One pass of :func:`drop_recomputations` with an incremental memory profile: the same
+    removals, in the same order, as :func:`_drop_pass_by_evaluation` (which evaluates every trial
+    sequence), in O(repeats x the stretch each removal touches) instead of O(repeats x sequence
+    length). Removing the repeat at q of v (previous run q0) changes the memory only before q:
+    each output of v is now held from its copy at q0's last reader to q (when the copy at q had
+    a reader or was a required output's final copy), and each input copy whose last reader was q
+    is freed at its previous reader instead. So the removal fits when the profile plus those
+    changes stays within ``budget`` over that stretch. A sequence whose own schedule does not fit
+    ``budget`` takes the evaluating pass (the local check assumes the rest fits)."""
+    from memsched.formulations import evaluate
+
+    if evaluate(g, schedule_from_sequence(g, seq)).peak > budget:
+        return _drop_pass_by_evaluation(g, seq, budget, deadline)
+    L = len(seq)
+    NEG = -(1 << 60)
+    n_t = g.n_tensors
+    keep = g.pinned_idx
+    # copies: key (j, c) with c a position or -2 (graph input)
+    latest = [-1] * n_t
+    readers: dict = {}
+    for j in g.input_idx:
+        latest[j] = -2
+        readers[(j, -2)] = []
+    copy_of = [None] * L  # per position: {input tensor: copy position}
+    for q, v in enumerate(seq):
+        d = {}
+        for j in set(g.op_in[v]):
+            c = latest[j]
+            d[j] = c
+            readers.setdefault((j, c), []).append(q)
+        copy_of[q] = d
+        for j in g.op_out[v]:
+            latest[j] = q
+            readers.setdefault((j, q), [])
+    final = {(j, latest[j]) for j in g.output_idx}
+
+    def forever(key) -> bool:  # alive to the end: a required output's final copy, a pinned input
+        return key in final or (key[1] == -2 and key[0] in keep)
+
+    def span(key):
+        j, c = key
+        r = readers[key]
+        if forever(key):
+            return (0 if c == -2 else c), L - 1
+        if c == -2:
+            return (0, max(r)) if r else None
+        return c, (max(r) if r else c)
+
+    mem = np.zeros(L, dtype=np.int64)
+    for key in readers:
+        sp = span(key)
+        if sp is not None:
+            mem[sp[0]:sp[1] + 1] += g.size[key[0]]
+    for q, v in enumerate(seq):
+        mem[q] += g.workspace[v]
+    # previous alive occurrence of the same operator
+    prev = [-1] * L
+    nxt = [-1] * L
+    last = {}
+    for q, v in enumerate(seq):
+        if v in last:
+            prev[q] = last[v]
+            nxt[last[v]] = q
+        last[v] = q
+    alive = [True] * L
+    repeats = [q for q in range(L) if prev[q] != -1]
+    for step, q in enumerate(sorted(repeats, key=lambda q: (-g.cost[seq[q]], -q))):
+        if deadline is not None and not step & 63 and time.perf_counter() > deadline:
+            break
+        v = seq[q]
+        q0 = prev[q]
+        changes = []  # (lo, hi, delta) on positions lo..hi
+        for j in g.op_out[v]:
+            kq, k0 = (j, q), (j, q0)
+            if readers[kq] or kq in final:
+                e0 = span(k0)[1]
+                if e0 + 1 <= q - 1:
+                    changes.append((e0 + 1, q - 1, g.size[j]))
+        shrink = []
+        for j, c in copy_of[q].items():
+            key = (j, c)
+            if forever(key):
+                continue
+            sp = span(key)
+            if sp[1] != q:
+                continue
+            rest = [r for r in readers[key] if r != q]
+            if rest:
+                new_end = max(rest)
+            elif c == -2:
+                new_end = -1  # freed at the head
+            else:
+                new_end = c
+            if new_end + 1 <= q - 1:
+                changes.append((new_end + 1, q - 1, -g.size[j]))
+            shrink.append(key)
+        ok = True
+        if changes:
+            lo = min(a for a, _, _ in changes)
+            delta = np.zeros(q - lo, dtype=np.int64)
+            for a, b, dd in changes:
+                delta[a - lo:b - lo + 1] += dd
+            seg = mem[lo:q] + delta
+            ok = int(seg.max()) <= budget if len(seg) else True
+        if not ok:
+            continue
+        # apply
+        if changes:
+            mem[lo:q] += delta
+        mem[q] = NEG
+        alive[q] = False
+        for key in shrink:
+            readers[key].remove(q)
+        for j in g.op_out[v]:
+            kq, k0 = (j, q), (j, q0)
+            for r in readers[kq]:
+                copy_of[r][j] = q0
+            readers[k0].extend(readers[kq])
+            if kq in final:
+                final.discard(kq)
+                final.add(k0)
+            del readers[kq]
+        for j, c in copy_of[q].items():
+            if (j, c) in readers and q in readers[(j, c)]:
+                readers[(j, c)].remove(q)
+        # unlink q
+        n2 = nxt[q]
+        nxt[q0] = n2
+        if n2 != -1:
+            prev[n2] = q0
+    return [v for v, a in zip(seq, alive) if a]
+
+
+def _drop_pass_by_evaluation(g: Graph, seq: list[int], budget: int, deadline: float | None) -> list[int]:
+    """One pass of :func:`drop_recomputations` that evaluates each trial sequence whole
+    (O(repeats x sequence length)): the reference :func:`_drop_pass` matches."""
     from memsched.formulations import evaluate
     from memsched.formulations.evaluator import ScheduleError
 
