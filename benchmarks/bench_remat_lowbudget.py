@@ -364,28 +364,18 @@ def main() -> None:
     if a.probe:
         probe(a.probe[0], [float(x) for x in a.probe[1:]], a.probe_s)
         a.report = True
-    if a.free_bounds:
-        rows = [(x.split(":")[0], float(x.split(":")[1])) for x in a.free_bounds.split(",")]
+    for key, opt, spec, fn in (("free_bounds", "--free-bounds", a.free_bounds, free_bounds),
+                               ("fallback", "--fallback", a.fallback, fallback_rows)):
+        if not spec:
+            continue
+        rows = [(x.split(":")[0], float(x.split(":")[1])) for x in spec.split(",")]
         load0 = os.getloadavg()[0]
-        fbr = free_bounds(rows, a.free_time_limit, a.workers)
+        extra = {"drop_timing": drop_timing("rl_n100", 0.6)} if key == "fallback" else {}
+        out = fn(rows, a.free_time_limit, a.workers)
         saved = json.loads(RESULTS.read_text())
-        saved["free_bounds"] = {
-            "rows": fbr, "time_limit": a.free_time_limit, "workers": a.workers,
-            "command": f"nice .venv/bin/python benchmarks/bench_remat_lowbudget.py --free-bounds {a.free_bounds}"
-                       + (f" --free-time-limit {a.free_time_limit:g}" if a.free_time_limit != 60.0 else "")
-                       + (f" --workers {a.workers}" if a.workers != 2 else ""),
-            "load": f"1-minute load average {load0:.1f} at start, {os.getloadavg()[0]:.1f} at end; "
-                    f"Python {platform.python_version()}"}
-        RESULTS.write_text(json.dumps(saved, indent=1, default=str) + "\n")
-        a.report = True
-    if a.fallback:
-        rows = [(x.split(":")[0], float(x.split(":")[1])) for x in a.fallback.split(",")]
-        load0 = os.getloadavg()[0]
-        fbr = fallback_rows(rows, a.free_time_limit, a.workers)
-        saved = json.loads(RESULTS.read_text())
-        saved["fallback"] = {
-            "rows": fbr, "drop_timing": drop_timing("rl_n100", 0.6), "time_limit": a.free_time_limit, "workers": a.workers,
-            "command": f"nice .venv/bin/python benchmarks/bench_remat_lowbudget.py --fallback {a.fallback}"
+        saved[key] = {
+            "rows": out, **extra, "time_limit": a.free_time_limit, "workers": a.workers,
+            "command": f"nice .venv/bin/python benchmarks/bench_remat_lowbudget.py {opt} {spec}"
                        + (f" --free-time-limit {a.free_time_limit:g}" if a.free_time_limit != 60.0 else "")
                        + (f" --workers {a.workers}" if a.workers != 2 else ""),
             "load": f"1-minute load average {load0:.1f} at start, {os.getloadavg()[0]:.1f} at end; "
