@@ -333,7 +333,6 @@ def _drop_pass(g: Graph, seq: list[int], budget: int, deadline: float | None) ->
                 e0 = span(k0)[1]
                 if e0 + 1 <= q - 1:
                     changes.append((e0 + 1, q - 1, g.size[j]))
-        shrink = []
         for j, c in copy_of[q].items():
             key = (j, c)
             if forever(key):
@@ -350,7 +349,6 @@ def _drop_pass(g: Graph, seq: list[int], budget: int, deadline: float | None) ->
                 new_end = c
             if new_end + 1 <= q - 1:
                 changes.append((new_end + 1, q - 1, -g.size[j]))
-            shrink.append(key)
         ok = True
         if changes:
             lo = min(a for a, _, _ in changes)
@@ -366,8 +364,6 @@ def _drop_pass(g: Graph, seq: list[int], budget: int, deadline: float | None) ->
             mem[lo:q] += delta
         mem[q] = NEG
         alive[q] = False
-        for key in shrink:
-            readers[key].remove(q)
         for j in g.op_out[v]:
             kq, k0 = (j, q), (j, q0)
             for r in readers[kq]:
@@ -378,8 +374,7 @@ def _drop_pass(g: Graph, seq: list[int], budget: int, deadline: float | None) ->
                 final.add(k0)
             del readers[kq]
         for j, c in copy_of[q].items():
-            if (j, c) in readers and q in readers[(j, c)]:
-                readers[(j, c)].remove(q)
+            readers[(j, c)].remove(q)
         # unlink q
         n2 = nxt[q]
         nxt[q0] = n2
