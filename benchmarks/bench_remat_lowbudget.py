@@ -342,6 +342,21 @@ def write_section(res: dict, cmd: str, load: str, fb: dict | None = None, fbk: d
     SECTION.write_text("\n".join(L) + "\n")
 
 
+def _rows(ap, opt: str, spec: str, known: dict) -> list:
+    """GRAPH:R,GRAPH:R,... as [(GRAPH, R)], or an argparse error (exit 2) naming what is wrong."""
+    rows = []
+    for x in spec.split(","):
+        name, _, r = x.partition(":")
+        try:
+            ratio = float(r)
+        except ValueError:
+            ratio = None
+        if name not in known or ratio is None or not 0 < ratio <= 1:
+            ap.error(f"{opt}: {x!r} is not GRAPH:R with GRAPH one of {', '.join(sorted(known))} and 0 < R <= 1")
+        rows.append((name, ratio))
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-limit", type=float, default=120.0, help="seconds per search (default 120)")
@@ -364,11 +379,11 @@ def main() -> None:
     if a.probe:
         probe(a.probe[0], [float(x) for x in a.probe[1:]], a.probe_s)
         a.report = True
-    for key, opt, spec, fn in (("free_bounds", "--free-bounds", a.free_bounds, free_bounds),
-                               ("fallback", "--fallback", a.fallback, fallback_rows)):
+    for key, opt, spec, fn, known in (("free_bounds", "--free-bounds", a.free_bounds, free_bounds, FREE_GRAPHS),
+                                      ("fallback", "--fallback", a.fallback, fallback_rows, GRAPHS)):
         if not spec:
             continue
-        rows = [(x.split(":")[0], float(x.split(":")[1])) for x in spec.split(",")]
+        rows = _rows(ap, opt, spec, known)
         load0 = os.getloadavg()[0]
         extra = {"drop_timing": drop_timing("rl_n100", 0.6)} if key == "fallback" else {}
         out = fn(rows, a.free_time_limit, a.workers)
