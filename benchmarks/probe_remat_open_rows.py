@@ -25,6 +25,13 @@ B = floor(r x P) with P the given order's peak.
 * ``joint GRAPH R``: the given-order bound of several moments at once (docs/remat.md,
   "Several moments at once"), alone, with ``--no-couple`` without its cap-1 rows.
 * ``gap-cover GRAPH R``: the per-gap covering program (docs/remat-low-budgets.md, section 11).
+* ``subgraphs GRAPH R``: the restriction to ancestor-closed subgraphs (docs/remat-low-budgets.md,
+  sections 12-13). For each distinct set anc(v) (v and its ancestors) whose plain given-order
+  peak exceeds B, the CP driver with cap 1 (``--order``, ``--time-limit`` each): a subgraph
+  with no schedule within B would refute the row, and a subgraph's proven extra compute
+  (lower bound minus its baseline) is a lower bound on the whole graph's. ``--free-relax V``
+  instead runs the free-order down-set relaxation of anc(V) as a feasibility test
+  (``--solve-s``, one worker, no presolve): no solution would refute the row for every order.
 * ``free-size GRAPH R``: builds the free-order down-set relaxation (docs/remat.md,
   "Free-order stage relaxation") without the driver's limit on down-sets and prints its
   size; ``--solve-s S`` then runs CP-SAT on it as a feasibility test (``--workers``,
@@ -35,6 +42,8 @@ B = floor(r x P) with P the given order's peak.
     .venv/bin/python benchmarks/probe_remat_open_rows.py realize rl_n100 0.7 --time-limit 300
     .venv/bin/python benchmarks/probe_remat_open_rows.py free-size rl_n100 0.6
     .venv/bin/python benchmarks/probe_remat_open_rows.py cuts rl_n100 0.7 --below 51202 --time-limit 1200
+    .venv/bin/python benchmarks/probe_remat_open_rows.py subgraphs rl_n100 0.7 --time-limit 20 --workers 1
+    .venv/bin/python benchmarks/probe_remat_open_rows.py subgraphs rl_n100 0.6 --free-relax 83 --solve-s 1500
     .venv/bin/python benchmarks/probe_remat_open_rows.py cuts rl_n250 0.6 --feasibility --window 245 \
         --max-nodes 2000 --workers 1 --time-limit 600
 """
@@ -251,10 +260,81 @@ def joint(a) -> None:
         print(f"  {what}: extra >= {extra:g} at {s:.1f} s")
 
 
+def _ancestors(g, v: int) -> frozenset:
+    pred, seen, todo = g.op_pred(), set(), [v]
+    while todo:
+        u = todo.pop()
+        if u not in seen:
+            seen.add(u)
+            todo.extend(pred[u])
+    return frozenset(seen)
+
+
+def _restrict(g, keep):
+    """The subgraph of the ancestor-closed operator set ``keep``: its operators, the tensors they
+    read or write, no required outputs, the given order restricted. Every schedule of ``g`` within
+    B and the caps, with the other operators' computations and frees deleted, is one of it
+    (docs/remat-low-budgets.md, section 12): its least peak and its least extra compute are at
+    most ``g``'s."""
+    from memsched.formulations import Graph
+
+    ops = [g.ops[v] for v in sorted(keep)]
+    names = {t for o in ops for t in (*o.inputs, *o.outputs)}
+    kept_ops = {o.name for o in ops}
+    return Graph(ops, [t for t in g.tensors if t.name in names], pinned=frozenset(g.pinned & names), outputs=(),
+                 order=tuple(x for x in g.order if x in kept_ops), name=f"{g.name}-restricted")
+
+
+def subgraphs(a) -> None:
+    from memsched.formulations import Schedule, evaluate
+    from memsched.solvers.remat.dispatch import solve_remat
+
+    g, B = _load(a.graph, a.ratio)
+    if a.free_relax is not None:
+        from memsched.formulations.remat_free_relax import build_free_relaxation
+        from memsched.solvers.engines.cpsat import solve_cpsat
+
+        if not 0 <= a.free_relax < g.n_ops:
+            print(f"probe: --free-relax needs an operator index in 0..{g.n_ops - 1}", file=sys.stderr)
+            sys.exit(2)
+        sub = _restrict(g, _ancestors(g, a.free_relax))
+        t = time.perf_counter()
+        rx = build_free_relaxation(sub, B, [1] * sub.n_ops, max_downsets=100_000)
+        rx.model.ClearObjective()
+        print(f"{a.graph} r={a.ratio} B={B}: anc({a.free_relax}), {sub.n_ops} operators: built in "
+              f"{time.perf_counter() - t:.1f} s, {rx.stats}, peak RSS {_rss_mb()} MB", flush=True)
+        run = solve_cpsat(rx.model, time_limit=a.solve_s, workers=1, seed=0, name="probe-subgraph-free",
+                          params={"cp_model_presolve": False})
+        print(f"  free-order relaxation: {run.status} after {time.perf_counter() - t:.1f} s, peak RSS {_rss_mb()} MB")
+        return
+    seen, cands = set(), []
+    for v in range(g.n_ops):
+        keep = _ancestors(g, v)
+        if keep in seen or len(keep) == g.n_ops:
+            continue
+        seen.add(keep)
+        sub = _restrict(g, keep)
+        plain = evaluate(sub, Schedule.from_order(sub, sub.given_order())).peak
+        if plain > B:  # otherwise the given order alone fits: nothing to learn
+            cands.append((len(keep), v, plain, sub))
+    cands.sort(key=lambda c: c[:2])
+    print(f"{a.graph} r={a.ratio} B={B} baseline {g.total_cost():g}: {len(cands)} subgraphs anc(v) "
+          f"with a plain peak over B", flush=True)
+    best = 0.0
+    for n, v, plain, sub in cands:
+        t = time.perf_counter()
+        res = solve_remat(sub, B, method="cp", cap=1, time_limit=a.time_limit, workers=a.workers, order=a.order)
+        extra = None if res.lower_bound is None else res.lower_bound - sub.total_cost()
+        best = max(best, extra or 0.0)
+        print(f"  anc({v}): {n} operators, plain peak {plain}: {res.status}, compute {res.compute}, "
+              f"extra >= {extra} ({time.perf_counter() - t:.1f} s)", flush=True)
+    print(f"  largest extra proven on a subgraph: {best:g} (whole graph: compute >= {g.total_cost() + best:g})")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="what", required=True)
-    for name in ("windows", "realize", "free-size", "cuts", "gap-cover", "joint"):
+    for name in ("windows", "realize", "free-size", "cuts", "gap-cover", "joint", "subgraphs"):
         p = sub.add_parser(name)
         p.add_argument("graph", choices=sorted(GRAPHS))
         p.add_argument("ratio", type=float)
@@ -287,11 +367,18 @@ def main(argv=None) -> int:
         if name == "gap-cover":
             p.add_argument("--time-limit", type=float, default=60.0)
             p.add_argument("--per-operator", action="store_true", help="one variable per operator (the plain program)")
+        if name == "subgraphs":
+            p.add_argument("--time-limit", type=float, default=20.0, help="CP driver seconds per subgraph")
+            p.add_argument("--order", choices=("free", "given"), default="free")
+            p.add_argument("--free-relax", type=int, default=None, metavar="V",
+                           help="only the free-order relaxation of anc(V), as a feasibility test")
+            p.add_argument("--solve-s", type=float, default=600.0, help="CP-SAT seconds for --free-relax")
         if name == "joint":
             p.add_argument("--time-limit", type=float, default=30.0)
             p.add_argument("--no-couple", action="store_true", help="without the cap-1 rows")
     a = ap.parse_args(argv)
-    {"windows": windows, "realize": realize, "free-size": free_size, "cuts": cuts, "gap-cover": gap_cover, "joint": joint}[a.what](a)
+    {"windows": windows, "realize": realize, "free-size": free_size, "cuts": cuts, "gap-cover": gap_cover, "joint": joint,
+     "subgraphs": subgraphs}[a.what](a)
     return 0
 
 
