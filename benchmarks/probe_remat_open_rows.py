@@ -287,8 +287,13 @@ def _restrict(g, keep):
 
 def subgraphs(a) -> None:
     from memsched.formulations import Schedule, evaluate
+    from memsched.solvers.remat.cp import INTERRUPTED
     from memsched.solvers.remat.dispatch import solve_remat
 
+    for name, v in (("--time-limit", a.time_limit), ("--solve-s", a.solve_s), ("ratio", a.ratio)):
+        if not (v > 0 and v != float("inf")):
+            print(f"probe: {name} must be a positive number, got {v}", file=sys.stderr)
+            sys.exit(2)
     g, B = _load(a.graph, a.ratio)
     if a.free_relax is not None:
         from memsched.formulations.remat_free_relax import build_free_relaxation
@@ -320,15 +325,22 @@ def subgraphs(a) -> None:
     cands.sort(key=lambda c: c[:2])
     print(f"{a.graph} r={a.ratio} B={B} baseline {g.total_cost():g}: {len(cands)} subgraphs anc(v) "
           f"with a plain peak over B", flush=True)
-    best = 0.0
-    for n, v, plain, sub in cands:
-        t = time.perf_counter()
-        res = solve_remat(sub, B, method="cp", cap=1, time_limit=a.time_limit, workers=a.workers, order=a.order)
-        extra = None if res.lower_bound is None else res.lower_bound - sub.total_cost()
-        best = max(best, extra or 0.0)
-        print(f"  anc({v}): {n} operators, plain peak {plain}: {res.status}, compute {res.compute}, "
-              f"extra >= {extra} ({time.perf_counter() - t:.1f} s)", flush=True)
-    print(f"  largest extra proven on a subgraph: {best:g} (whole graph: compute >= {g.total_cost() + best:g})")
+    best, stopped = 0.0, ""
+    try:
+        for n, v, plain, sub in cands:
+            t = time.perf_counter()
+            res = solve_remat(sub, B, method="cp", cap=1, time_limit=a.time_limit, workers=a.workers, order=a.order)
+            if INTERRUPTED.is_set():  # Ctrl-C inside the driver: it stopped and returned what it had
+                raise KeyboardInterrupt
+            extra = None if res.lower_bound is None else res.lower_bound - sub.total_cost()
+            best = max(best, extra or 0.0)
+            print(f"  anc({v}): {n} operators, plain peak {plain}: {res.status}, compute {res.compute}, "
+                  f"extra >= {extra} ({time.perf_counter() - t:.1f} s)", flush=True)
+    except KeyboardInterrupt:
+        stopped = " (interrupted: the subgraphs solved so far)"
+    print(f"  largest extra proven on a subgraph{stopped}: {best:g} (whole graph: compute >= {g.total_cost() + best:g})")
+    if stopped:
+        sys.exit(130)
 
 
 def main(argv=None) -> int:
