@@ -261,13 +261,9 @@ def joint(a) -> None:
 
 
 def _ancestors(g, v: int) -> frozenset:
-    pred, seen, todo = g.op_pred(), set(), [v]
-    while todo:
-        u = todo.pop()
-        if u not in seen:
-            seen.add(u)
-            todo.extend(pred[u])
-    return frozenset(seen)
+    """Operator v and its ancestors."""
+    mask = g.reach_masks()[0][v] | (1 << v)
+    return frozenset(u for u in range(g.n_ops) if mask >> u & 1)
 
 
 def _restrict(g, keep):
@@ -336,6 +332,9 @@ def subgraphs(a) -> None:
             best = max(best, extra or 0.0)
             print(f"  anc({v}): {n} operators, plain peak {plain}: {res.status}, compute {res.compute}, "
                   f"extra >= {extra} ({time.perf_counter() - t:.1f} s)", flush=True)
+            if res.status == "infeasible":  # the restriction lemma: no schedule of the whole graph either
+                print(f"  anc({v}) has no schedule within B: this refutes B = {B} for the whole graph "
+                      f"({a.order} order, cap 1); {res.message}", flush=True)
     except KeyboardInterrupt:
         stopped = " (interrupted: the subgraphs solved so far)"
     print(f"  largest extra proven on a subgraph{stopped}: {best:g} (whole graph: compute >= {g.total_cost() + best:g})")
