@@ -32,6 +32,10 @@ B = floor(r x P) with P the given order's peak.
   (lower bound minus its baseline) is a lower bound on the whole graph's. ``--free-relax V``
   instead runs the free-order down-set relaxation of anc(V) as a feasibility test
   (``--solve-s``, one worker, no presolve): no solution would refute the row for every order.
+* ``anneal GRAPH R``: simulated annealing over compute sequences for the least peak within
+  ``--cap`` (docs/remat-low-budgets.md, section 14), free order or ``--order given``, from the
+  given order or ``--start SCHEDULE_JSON``; ``--out FILE`` writes the schedule found (judged
+  again by the evaluator). It proves nothing.
 * ``free-size GRAPH R``: builds the free-order down-set relaxation (docs/remat.md,
   "Free-order stage relaxation") without the driver's limit on down-sets and prints its
   size; ``--solve-s S`` then runs CP-SAT on it as a feasibility test (``--workers``,
@@ -44,6 +48,9 @@ B = floor(r x P) with P the given order's peak.
     .venv/bin/python benchmarks/probe_remat_open_rows.py cuts rl_n100 0.7 --below 51202 --time-limit 1200
     .venv/bin/python benchmarks/probe_remat_open_rows.py subgraphs rl_n100 0.7 --time-limit 20 --workers 1
     .venv/bin/python benchmarks/probe_remat_open_rows.py subgraphs rl_n100 0.6 --free-relax 83 --solve-s 1500
+    .venv/bin/python benchmarks/probe_remat_open_rows.py anneal rl_n100 0.6 \
+        --start benchmarks/results/remat_order_search_rl_n100_0.6_cap1.json \
+        --out benchmarks/results/remat_anneal_rl_n100_0.6_cap1.json
     .venv/bin/python benchmarks/probe_remat_open_rows.py cuts rl_n250 0.6 --feasibility --window 245 \
         --max-nodes 2000 --workers 1 --time-limit 600
 """
@@ -342,10 +349,200 @@ def subgraphs(a) -> None:
         sys.exit(130)
 
 
+class _Profile:
+    """The memory of a compute sequence as the evaluator counts it (solvers/remat/local_search.py,
+    ``schedule_from_sequence``: each computation reads the latest earlier copy of each input, every
+    copy is freed right after its last reader, a required output's final copy and pinned inputs
+    are kept): ``memory(seq)`` gives the memory during each computation, or None when some
+    computation finds an input never made or breaks the caps or the given order. Fast enough
+    for millions of moves on the random_layered graphs; the final schedule is judged again by
+    the evaluator."""
+
+    def __init__(self, g, cap: int, given: bool):
+        self.g, self.given = g, given
+        self.n_t = g.n_tensors
+        self.ins = [list(x) for x in g.op_in]
+        self.outs = [list(x) for x in g.op_out]
+        self.size = list(g.size)
+        self.ws = list(g.workspace)
+        self.most = 1 + cap
+        self.pos = {v: i for i, v in enumerate(g.given_order())}
+        self.inputs = list(g.input_idx)
+        self.kept = set(g.pinned_idx) | set(g.output_idx)
+        self.required = set(g.output_idx)
+        self.initial = sum(self.size[j] for j in self.inputs)
+
+    def memory(self, seq):
+        L, size, n_t = len(seq), self.size, self.n_t
+        latest = [-1] * n_t  # position of the latest copy (-2: the graph input itself)
+        for j in self.inputs:
+            latest[j] = -2
+        last = {}  # (tensor, copy position) -> last reader position
+        count = [0] * len(self.ins)
+        nxt = 0
+        for t, v in enumerate(seq):
+            for j in self.ins[v]:
+                q = latest[j]
+                if q == -1:
+                    return None
+                last[(j, q)] = t
+            count[v] += 1
+            if count[v] > self.most:
+                return None
+            if self.given and count[v] == 1:
+                if self.pos[v] != nxt:
+                    return None
+                nxt += 1
+            for j in self.outs[v]:
+                latest[j] = t
+        if min(count) == 0:
+            return None
+        diff = [0] * (L + 1)
+        for j in self.inputs:
+            if j in self.kept:
+                end = L - 1
+            else:
+                end = last.get((j, -2))
+                if end is None:
+                    continue
+            diff[0] += size[j]
+            diff[end + 1] -= size[j]
+        for q, v in enumerate(seq):
+            diff[q] += self.ws[v]
+            diff[q + 1] -= self.ws[v]
+            for j in self.outs[v]:
+                end = L - 1 if (j in self.required and latest[j] == q) else max(q, last.get((j, q), q))
+                diff[q] += size[j]
+                diff[end + 1] -= size[j]
+        mem, m = [], 0
+        for t in range(L):
+            m += diff[t]
+            mem.append(m)
+        return mem
+
+
+def anneal(a) -> None:
+    """Simulated annealing over compute sequences for the least peak within the caps."""
+    import math
+    import random
+
+    from memsched.formulations import evaluate
+    from memsched.formulations.schedule import COMPUTE
+    from memsched.instances.formats import load_schedule
+    from memsched.solvers.remat.local_search import schedule_from_sequence
+
+    for name, v in (("--time-limit", a.time_limit), ("ratio", a.ratio), ("--t0", a.t0), ("--t1", a.t1)):
+        if not (v > 0 and v != float("inf")):
+            print(f"probe: {name} must be a positive number, got {v}", file=sys.stderr)
+            sys.exit(2)
+    if a.steps < 1 or a.cycle < 1 or a.cap < 0:
+        print("probe: --steps and --cycle must be at least 1, --cap at least 0", file=sys.stderr)
+        sys.exit(2)
+    g, B = _load(a.graph, a.ratio)
+    prof = _Profile(g, a.cap, a.order == "given")
+    if a.start:
+        s0 = load_schedule(g, a.start)
+        seq = [x for k, x in s0.events if k == COMPUTE]
+    else:
+        seq = list(g.given_order())
+    mem = prof.memory(seq)
+    if mem is None:
+        print(f"probe: the start breaks the cap ({a.cap}) or the {a.order} order", file=sys.stderr)
+        sys.exit(2)
+    readers = [[] for _ in range(g.n_ops)]  # operators reading an output of each operator
+    for w in range(g.n_ops):
+        for j in g.op_in[w]:
+            if g.producer[j] >= 0 and w not in readers[g.producer[j]]:
+                readers[g.producer[j]].append(w)
+
+    def score(mem):
+        peak = max(prof.initial, max(mem))
+        return sum(m - B for m in mem if m > B) + a.weight * max(0, peak - B), peak
+
+    rng = random.Random(a.seed)
+    f, peak = score(mem)
+    best_peak, best_seq, best_f = peak, list(seq), f
+    print(f"{a.graph} r={a.ratio} B={B} cap {a.cap}, {a.order} order: start peak {peak} ({len(seq)} computations); "
+          f"{a.steps} steps, cycles of {a.cycle}, seed {a.seed}", flush=True)
+    t0 = time.perf_counter()
+    stopped = ""
+    try:
+        for k in range(a.steps):
+            if k % a.cycle == 0 and k:  # a new cycle starts from the best sequence, hot again
+                seq = list(best_seq)
+                mem = prof.memory(seq)
+                f, peak = score(mem)
+            if k % 4096 == 0 and time.perf_counter() - t0 > a.time_limit:
+                stopped = f" (time limit at step {k})"
+                break
+            T = a.t0 * (a.t1 / a.t0) ** ((k % a.cycle) / a.cycle)
+            L = len(seq)
+            r = rng.random()
+            new = None
+            if r < 0.45:  # move one computation a few places
+                i = rng.randrange(L)
+                b = min(L - 1, max(0, i + rng.randint(-a.window, a.window)))
+                if i != b:
+                    new = seq[:]
+                    new.insert(b, new.pop(i))
+            elif r < 0.55:  # move a block of computations
+                i, n = rng.randrange(L), rng.randint(2, 6)
+                rest = seq[:i] + seq[i + n:]
+                b = min(len(rest), max(0, i + rng.randint(-a.window, a.window)))
+                new = rest[:b] + seq[i:i + n] + rest[b:]
+            elif r < 0.8:  # recompute an input's producer just before a computation (often the peak's)
+                t = rng.randrange(L) if rng.random() < 0.5 else max(range(L), key=mem.__getitem__)
+                ins = [g.producer[j] for j in g.op_in[seq[t]] if g.producer[j] >= 0]
+                b = t - rng.randint(0, 3)
+                if ins and b >= 0:
+                    new = seq[:]
+                    new.insert(b, rng.choice(ins))
+            else:  # drop a computation of an operator that runs more than once, or move it before a reader
+                i = rng.randrange(L)
+                v = seq[i]
+                if seq.count(v) > 1:
+                    new = seq[:]
+                    new.pop(i)
+                    if r >= 0.9:
+                        at = [t for t, w in enumerate(new) if w in readers[v]]
+                        b = rng.choice(at) - rng.randint(0, 3) if at else -1
+                        new = new[:b] + [v] + new[b:] if b >= 0 else None
+            if new is None:
+                continue
+            m2 = prof.memory(new)
+            if m2 is None:
+                continue
+            f2, p2 = score(m2)
+            if f2 <= f or rng.random() < math.exp((f - f2) / T):
+                seq, mem, f, peak = new, m2, f2, p2
+                if (peak, f) < (best_peak, best_f):
+                    if peak < best_peak:
+                        print(f"  {time.perf_counter() - t0:.1f} s, step {k}: peak {peak}", flush=True)
+                    best_peak, best_seq, best_f = peak, list(seq), f
+    except KeyboardInterrupt:
+        stopped = " (interrupted)"
+    sched = schedule_from_sequence(g, best_seq)
+    ev = evaluate(g, sched)  # the judge: a disagreement with the profile is a bug
+    if ev.peak != best_peak or max(ev.compute_counts) > 1 + a.cap:
+        print(f"probe: BUG: the evaluator gives peak {ev.peak} for a sequence profiled at {best_peak}", file=sys.stderr)
+        sys.exit(1)
+    firsts = list(dict.fromkeys(best_seq))
+    in_class = "" if a.order == "given" or firsts == g.given_order() else ", first computations not in the given order"
+    print(f"  least peak{stopped}: {ev.peak} ({'within' if ev.peak <= B else 'over'} B = {B}), compute {ev.compute:g}, "
+          f"{ev.recomputations} recomputations, at most {max(ev.compute_counts)} computations of an operator{in_class} "
+          f"({time.perf_counter() - t0:.1f} s)")
+    if a.out:
+        Path(a.out).write_text(json.dumps({"graph": GRAPHS[a.graph], "budget": B, "cap": a.cap, "order": a.order,
+                                           "peak": ev.peak, "seed": a.seed, "events": sched.to_names(g)}) + "\n")
+        print(f"  written to {a.out} (`memsched eval` / `memsched run` read it)")
+    if stopped == " (interrupted)":
+        sys.exit(130)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="what", required=True)
-    for name in ("windows", "realize", "free-size", "cuts", "gap-cover", "joint", "subgraphs"):
+    for name in ("windows", "realize", "free-size", "cuts", "gap-cover", "joint", "subgraphs", "anneal"):
         p = sub.add_parser(name)
         p.add_argument("graph", choices=sorted(GRAPHS))
         p.add_argument("ratio", type=float)
@@ -384,12 +581,25 @@ def main(argv=None) -> int:
             p.add_argument("--free-relax", type=int, default=None, metavar="V",
                            help="only the free-order relaxation of anc(V), as a feasibility test")
             p.add_argument("--solve-s", type=float, default=600.0, help="CP-SAT seconds for --free-relax")
+        if name == "anneal":
+            p.add_argument("--order", choices=("free", "given"), default="free")
+            p.add_argument("--cap", type=int, default=1, help="extra computations per operator")
+            p.add_argument("--start", default=None, metavar="SCHEDULE_JSON", help="a stored schedule (default: the given order)")
+            p.add_argument("--steps", type=int, default=4_000_000)
+            p.add_argument("--cycle", type=int, default=1_000_000, help="steps per cooling cycle; each starts from the best")
+            p.add_argument("--t0", type=float, default=300.0, help="temperature at a cycle's start (bytes)")
+            p.add_argument("--t1", type=float, default=3.0, help="temperature at a cycle's end")
+            p.add_argument("--weight", type=float, default=5.0, help="weight of the peak's excess over B beside the excess area")
+            p.add_argument("--window", type=int, default=12, help="how far one move shifts a computation")
+            p.add_argument("--seed", type=int, default=1)
+            p.add_argument("--time-limit", type=float, default=600.0)
+            p.add_argument("--out", default=None, metavar="FILE", help="write the least-peak schedule here")
         if name == "joint":
             p.add_argument("--time-limit", type=float, default=30.0)
             p.add_argument("--no-couple", action="store_true", help="without the cap-1 rows")
     a = ap.parse_args(argv)
     {"windows": windows, "realize": realize, "free-size": free_size, "cuts": cuts, "gap-cover": gap_cover, "joint": joint,
-     "subgraphs": subgraphs}[a.what](a)
+     "subgraphs": subgraphs, "anneal": anneal}[a.what](a)
     return 0
 
 
