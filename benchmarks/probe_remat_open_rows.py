@@ -34,8 +34,9 @@ B = floor(r x P) with P the given order's peak.
   (``--solve-s``, one worker, no presolve): no solution would refute the row for every order.
 * ``anneal GRAPH R``: simulated annealing over compute sequences for the least peak within
   ``--cap`` (docs/remat-low-budgets.md, section 14), free order or ``--order given``, from the
-  given order or ``--start SCHEDULE_JSON``; ``--out FILE`` writes the schedule found (judged
-  again by the evaluator). It proves nothing.
+  given order or ``--start SCHEDULE_JSON``; ``--objective compute``: the least compute within B
+  instead; ``--out FILE`` writes the schedule found (judged again by the evaluator). It proves
+  nothing.
 * ``free-size GRAPH R``: builds the free-order down-set relaxation (docs/remat.md,
   "Free-order stage relaxation") without the driver's limit on down-sets and prints its
   size; ``--solve-s S`` then runs CP-SAT on it as a feasibility test (``--workers``,
@@ -422,7 +423,8 @@ class _Profile:
 
 
 def anneal(a) -> None:
-    """Simulated annealing over compute sequences for the least peak within the caps."""
+    """Simulated annealing over compute sequences: the least peak within the caps, or (``--objective
+    compute``) the least compute within B and the caps."""
     import math
     import random
 
@@ -431,7 +433,8 @@ def anneal(a) -> None:
     from memsched.instances.formats import load_schedule
     from memsched.solvers.remat.local_search import schedule_from_sequence
 
-    for name, v in (("--time-limit", a.time_limit), ("ratio", a.ratio), ("--t0", a.t0), ("--t1", a.t1)):
+    for name, v in (("--time-limit", a.time_limit), ("ratio", a.ratio), ("--t0", a.t0), ("--t1", a.t1),
+                    ("--penalty", a.penalty)):
         if not (v > 0 and v != float("inf")):
             print(f"probe: {name} must be a positive number, got {v}", file=sys.stderr)
             sys.exit(2)
@@ -455,13 +458,22 @@ def anneal(a) -> None:
             if g.producer[j] >= 0 and w not in readers[g.producer[j]]:
                 readers[g.producer[j]].append(w)
 
-    def score(mem):
+    cost = list(g.cost)
+    by_compute = a.objective == "compute"
+
+    def score(mem, seq):
+        """(score, peak, key): the search lowers the score; ``key`` orders the sequences kept
+        (least peak, or least compute among those within B)."""
         peak = max(prof.initial, max(mem))
-        return sum(m - B for m in mem if m > B) + a.weight * max(0, peak - B), peak
+        over = sum(m - B for m in mem if m > B) + a.weight * max(0, peak - B)
+        if not by_compute:
+            return over, peak, (peak, over)
+        c = sum(cost[v] for v in seq)
+        return c + a.penalty * over, peak, ((0, c) if peak <= B else (1, over))
 
     rng = random.Random(a.seed)
-    f, peak = score(mem)
-    best_peak, best_seq, best_f = peak, list(seq), f
+    f, peak, key = score(mem, seq)
+    best_key, best_seq = key, list(seq)
     print(f"{a.graph} r={a.ratio} B={B} cap {a.cap}, {a.order} order: start peak {peak} ({len(seq)} computations); "
           f"{a.steps} steps, cycles of {a.cycle}, seed {a.seed}", flush=True)
     t0 = time.perf_counter()
@@ -471,7 +483,7 @@ def anneal(a) -> None:
             if k % a.cycle == 0 and k:  # a new cycle starts from the best sequence, hot again
                 seq = list(best_seq)
                 mem = prof.memory(seq)
-                f, peak = score(mem)
+                f, peak, key = score(mem, seq)
             if k % 4096 == 0 and time.perf_counter() - t0 > a.time_limit:
                 stopped = f" (time limit at step {k})"
                 break
@@ -512,23 +524,30 @@ def anneal(a) -> None:
             m2 = prof.memory(new)
             if m2 is None:
                 continue
-            f2, p2 = score(m2)
+            f2, p2, k2 = score(m2, new)
             if f2 <= f or rng.random() < math.exp((f - f2) / T):
-                seq, mem, f, peak = new, m2, f2, p2
-                if (peak, f) < (best_peak, best_f):
-                    if peak < best_peak:
+                seq, mem, f, peak, key = new, m2, f2, p2, k2
+                if key < best_key:
+                    if by_compute and key[0] == 0:
+                        print(f"  {time.perf_counter() - t0:.1f} s, step {k}: compute {key[1]:g} within B", flush=True)
+                    elif not by_compute and key[0] < best_key[0]:
                         print(f"  {time.perf_counter() - t0:.1f} s, step {k}: peak {peak}", flush=True)
-                    best_peak, best_seq, best_f = peak, list(seq), f
+                    best_key, best_seq = key, list(seq)
     except KeyboardInterrupt:
         stopped = " (interrupted)"
     sched = schedule_from_sequence(g, best_seq)
     ev = evaluate(g, sched)  # the judge: a disagreement with the profile is a bug
+    best_peak = max(prof.initial, max(prof.memory(best_seq)))
+    if by_compute and best_key[0] == 0 and ev.compute != best_key[1]:
+        print(f"probe: BUG: the evaluator gives compute {ev.compute} for a sequence costed at {best_key[1]}", file=sys.stderr)
+        sys.exit(1)
     if ev.peak != best_peak or max(ev.compute_counts) > 1 + a.cap:
         print(f"probe: BUG: the evaluator gives peak {ev.peak} for a sequence profiled at {best_peak}", file=sys.stderr)
         sys.exit(1)
     firsts = list(dict.fromkeys(best_seq))
     in_class = "" if a.order == "given" or firsts == g.given_order() else ", first computations not in the given order"
-    print(f"  least peak{stopped}: {ev.peak} ({'within' if ev.peak <= B else 'over'} B = {B}), compute {ev.compute:g}, "
+    what = "least compute within B" if by_compute and ev.peak <= B else "least peak"
+    print(f"  {what}{stopped}: peak {ev.peak} ({'within' if ev.peak <= B else 'over'} B = {B}), compute {ev.compute:g}, "
           f"{ev.recomputations} recomputations, at most {max(ev.compute_counts)} computations of an operator{in_class} "
           f"({time.perf_counter() - t0:.1f} s)")
     if a.out:
@@ -590,6 +609,10 @@ def main(argv=None) -> int:
             p.add_argument("--t0", type=float, default=300.0, help="temperature at a cycle's start (bytes)")
             p.add_argument("--t1", type=float, default=3.0, help="temperature at a cycle's end")
             p.add_argument("--weight", type=float, default=5.0, help="weight of the peak's excess over B beside the excess area")
+            p.add_argument("--objective", choices=("peak", "compute"), default="peak",
+                           help="peak: the least peak; compute: the least compute within B (the score adds --penalty "
+                                "times the excess; temperatures are then in compute units)")
+            p.add_argument("--penalty", type=float, default=1.0, help="with --objective compute: weight of the excess")
             p.add_argument("--window", type=int, default=12, help="how far one move shifts a computation")
             p.add_argument("--seed", type=int, default=1)
             p.add_argument("--time-limit", type=float, default=600.0)
