@@ -360,7 +360,7 @@ class _Profile:
     the evaluator."""
 
     def __init__(self, g, cap: int, given: bool):
-        self.g, self.given = g, given
+        self.given = given
         self.n_t = g.n_tensors
         self.ins = [list(x) for x in g.op_in]
         self.outs = [list(x) for x in g.op_out]
@@ -429,6 +429,7 @@ def anneal(a) -> None:
     import random
 
     from memsched.formulations import evaluate
+    from memsched.formulations.errors import MemschedError
     from memsched.formulations.schedule import COMPUTE
     from memsched.instances.formats import load_schedule
     from memsched.solvers.remat.local_search import schedule_from_sequence
@@ -444,7 +445,11 @@ def anneal(a) -> None:
     g, B = _load(a.graph, a.ratio)
     prof = _Profile(g, a.cap, a.order == "given")
     if a.start:
-        s0 = load_schedule(g, a.start)
+        try:
+            s0 = load_schedule(g, a.start)
+        except MemschedError as e:
+            print(f"probe: --start: {e}", file=sys.stderr)
+            sys.exit(2)
         seq = [x for k, x in s0.events if k == COMPUTE]
     else:
         seq = list(g.given_order())
@@ -452,11 +457,7 @@ def anneal(a) -> None:
     if mem is None:
         print(f"probe: the start breaks the cap ({a.cap}) or the {a.order} order", file=sys.stderr)
         sys.exit(2)
-    readers = [[] for _ in range(g.n_ops)]  # operators reading an output of each operator
-    for w in range(g.n_ops):
-        for j in g.op_in[w]:
-            if g.producer[j] >= 0 and w not in readers[g.producer[j]]:
-                readers[g.producer[j]].append(w)
+    readers = [set(s) for s in g.op_succ()]  # operators reading an output of each operator
 
     cost = list(g.cost)
     by_compute = a.objective == "compute"
