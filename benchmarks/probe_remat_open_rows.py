@@ -566,7 +566,8 @@ def main(argv=None) -> int:
         p = sub.add_parser(name)
         p.add_argument("graph", choices=sorted(GRAPHS))
         p.add_argument("ratio", type=float)
-        p.add_argument("--workers", type=int, default=2)
+        if name != "anneal":  # the annealing runs in this process alone, without CP-SAT
+            p.add_argument("--workers", type=int, default=2)
         if name == "windows":
             p.add_argument("windows", nargs="+", metavar="A-B")
             p.add_argument("--time-limit", type=float, default=20.0)
