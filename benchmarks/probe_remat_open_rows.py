@@ -26,7 +26,9 @@ B = floor(r x P) with P the given order's peak.
   "Several moments at once"), alone, with ``--no-couple`` without its cap-1 rows.
 * ``gap-cover GRAPH R``: the per-gap covering program (docs/remat-low-budgets.md, section 11).
 * ``subgraphs GRAPH R``: the restriction to ancestor-closed subgraphs (docs/remat-low-budgets.md,
-  sections 12-13). For each distinct set anc(v) (v and its ancestors) whose plain given-order
+  sections 12-13); with ``--from-position K [--with-producers-of V...]`` to the one set of the
+  operators at given positions >= K (and V with its inputs' producers), the tensors made outside
+  it weightless (formulations/subgraph.py, section 16). For each distinct set anc(v) (v and its ancestors) whose plain given-order
   peak exceeds B, the CP driver with cap 1 (``--order``, ``--time-limit`` each): a subgraph
   with no schedule within B would refute the row, and a subgraph's proven extra compute
   (lower bound minus its baseline) is a lower bound on the whole graph's. ``--free-relax V``
@@ -49,6 +51,8 @@ B = floor(r x P) with P the given order's peak.
     .venv/bin/python benchmarks/probe_remat_open_rows.py cuts rl_n100 0.7 --below 51202 --time-limit 1200
     .venv/bin/python benchmarks/probe_remat_open_rows.py subgraphs rl_n100 0.7 --time-limit 20 --workers 1
     .venv/bin/python benchmarks/probe_remat_open_rows.py subgraphs rl_n100 0.6 --free-relax 83 --solve-s 1500
+    .venv/bin/python benchmarks/probe_remat_open_rows.py subgraphs rl_n250 0.6 --order given --from-position 130 \
+        --with-producers-of 249 --time-limit 300 --workers 1
     .venv/bin/python benchmarks/probe_remat_open_rows.py anneal rl_n100 0.6 \
         --start benchmarks/results/remat_order_search_rl_n100_0.6_cap1.json \
         --out benchmarks/results/remat_anneal_rl_n100_0.6_cap1.json
@@ -275,18 +279,13 @@ def _ancestors(g, v: int) -> frozenset:
 
 
 def _restrict(g, keep):
-    """The subgraph of the ancestor-closed operator set ``keep``: its operators, the tensors they
-    read or write, no required outputs, the given order restricted. Every schedule of ``g`` within
-    B and the caps, with the other operators' computations and frees deleted, is one of it
-    (docs/remat-low-budgets.md, section 12): its least peak and its least extra compute are at
-    most ``g``'s."""
-    from memsched.formulations import Graph
+    """G_K for the operator set ``keep`` (formulations/subgraph.py; docs/remat-low-budgets.md,
+    sections 12 and 16): every schedule of ``g`` within B and the caps, with the other
+    operators' computations and frees deleted, is one of it, so its least peak and its least
+    extra compute are at most ``g``'s. For an ancestor-closed set it is that subgraph itself."""
+    from memsched.formulations.subgraph import operator_subgraph
 
-    ops = [g.ops[v] for v in sorted(keep)]
-    names = {t for o in ops for t in (*o.inputs, *o.outputs)}
-    kept_ops = {o.name for o in ops}
-    return Graph(ops, [t for t in g.tensors if t.name in names], pinned=frozenset(g.pinned & names), outputs=(),
-                 order=tuple(x for x in g.order if x in kept_ops), name=f"{g.name}-restricted")
+    return operator_subgraph(g, keep)
 
 
 def subgraphs(a) -> None:
@@ -317,7 +316,21 @@ def subgraphs(a) -> None:
         print(f"  free-order relaxation: {run.status} after {time.perf_counter() - t:.1f} s, peak RSS {_rss_mb()} MB")
         return
     seen, cands = set(), []
-    for v in range(g.n_ops):
+    if a.with_producers_of and a.from_position is None:
+        print("probe: --with-producers-of needs --from-position", file=sys.stderr)
+        sys.exit(2)
+    if a.from_position is not None:  # one set: the given positions from K on (section 16)
+        if not 0 <= a.from_position < g.n_ops or not all(0 <= v < g.n_ops for v in a.with_producers_of or ()):
+            print(f"probe: --from-position and --with-producers-of take indices in 0..{g.n_ops - 1}", file=sys.stderr)
+            sys.exit(2)
+        pos = {v: i for i, v in enumerate(g.given_order())}
+        keep = {v for v in range(g.n_ops) if pos[v] >= a.from_position}
+        for v in a.with_producers_of or ():
+            keep |= {v} | {g.producer[j] for j in g.op_in[v] if g.producer[j] >= 0}
+        sub = _restrict(g, keep)
+        what = f"positions >= {a.from_position}" + (f" with the producers of {a.with_producers_of}" if a.with_producers_of else "")
+        cands.append((len(keep), what, evaluate(sub, Schedule.from_order(sub, sub.given_order())).peak, sub))
+    for v in range(g.n_ops) if a.from_position is None else ():
         keep = _ancestors(g, v)
         if keep in seen or len(keep) == g.n_ops:
             continue
@@ -327,8 +340,9 @@ def subgraphs(a) -> None:
         if plain > B:  # otherwise the given order alone fits: nothing to learn
             cands.append((len(keep), v, plain, sub))
     cands.sort(key=lambda c: c[:2])
-    print(f"{a.graph} r={a.ratio} B={B} baseline {g.total_cost():g}: {len(cands)} subgraphs anc(v) "
-          f"with a plain peak over B", flush=True)
+    print(f"{a.graph} r={a.ratio} B={B} baseline {g.total_cost():g}: "
+          + (f"{len(cands)} subgraphs anc(v) with a plain peak over B" if a.from_position is None else "one restriction"),
+          flush=True)
     best, stopped = 0.0, ""
     try:
         for n, v, plain, sub in cands:
@@ -338,10 +352,11 @@ def subgraphs(a) -> None:
                 raise KeyboardInterrupt
             extra = None if res.lower_bound is None else res.lower_bound - sub.total_cost()
             best = max(best, extra or 0.0)
-            print(f"  anc({v}): {n} operators, plain peak {plain}: {res.status}, compute {res.compute}, "
+            label = v if isinstance(v, str) else f"anc({v})"
+            print(f"  {label}: {n} operators, plain peak {plain}: {res.status}, compute {res.compute}, "
                   f"extra >= {extra} ({time.perf_counter() - t:.1f} s)", flush=True)
             if res.status == "infeasible":  # the restriction lemma: no schedule of the whole graph either
-                print(f"  anc({v}) has no schedule within B: this refutes B = {B} for the whole graph "
+                print(f"  {label} has no schedule within B: this refutes B = {B} for the whole graph "
                       f"({a.order} order, cap 1); {res.message}", flush=True)
     except KeyboardInterrupt:
         stopped = " (interrupted: the subgraphs solved so far)"
@@ -602,6 +617,11 @@ def main(argv=None) -> int:
             p.add_argument("--free-relax", type=int, default=None, metavar="V",
                            help="only the free-order relaxation of anc(V), as a feasibility test")
             p.add_argument("--solve-s", type=float, default=600.0, help="CP-SAT seconds for --free-relax")
+            p.add_argument("--from-position", type=int, default=None, metavar="K",
+                           help="instead of the sets anc(v): the one set of the operators at given positions >= K, "
+                                "the tensors made before them free and weightless (docs/remat-low-budgets.md, section 16)")
+            p.add_argument("--with-producers-of", type=int, nargs="+", default=None, metavar="V",
+                           help="with --from-position: keep V and the producers of V's inputs too")
         if name == "anneal":
             p.add_argument("--order", choices=("free", "given"), default="free")
             p.add_argument("--cap", type=int, default=1, help="extra computations per operator")
