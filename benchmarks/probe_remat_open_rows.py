@@ -26,14 +26,15 @@ B = floor(r x P) with P the given order's peak.
   "Several moments at once"), alone, with ``--no-couple`` without its cap-1 rows.
 * ``gap-cover GRAPH R``: the per-gap covering program (docs/remat-low-budgets.md, section 11).
 * ``subgraphs GRAPH R``: the restriction to ancestor-closed subgraphs (docs/remat-low-budgets.md,
-  sections 12-13); with ``--from-position K [--with-producers-of V...]`` to the one set of the
-  operators at given positions >= K (and V with its inputs' producers), the tensors made outside
-  it weightless (formulations/subgraph.py, section 16). For each distinct set anc(v) (v and its ancestors) whose plain given-order
+  sections 12-13). For each distinct set anc(v) (v and its ancestors) whose plain given-order
   peak exceeds B, the CP driver with cap 1 (``--order``, ``--time-limit`` each): a subgraph
   with no schedule within B would refute the row, and a subgraph's proven extra compute
   (lower bound minus its baseline) is a lower bound on the whole graph's. ``--free-relax V``
   instead runs the free-order down-set relaxation of anc(V) as a feasibility test
   (``--solve-s``, one worker, no presolve): no solution would refute the row for every order.
+  ``--from-position K [--with-producers-of V...]`` instead runs the driver on the one set of the
+  operators at given positions >= K (and V with its inputs' producers), the tensors made
+  outside it weightless (formulations/subgraph.py; section 16).
 * ``anneal GRAPH R``: simulated annealing over compute sequences for the least peak within
   ``--cap`` (docs/remat-low-budgets.md, section 14), free order or ``--order given``, from the
   given order or ``--start SCHEDULE_JSON``; ``--objective compute``: the least compute within B
@@ -278,18 +279,13 @@ def _ancestors(g, v: int) -> frozenset:
     return frozenset(u for u in range(g.n_ops) if mask >> u & 1)
 
 
-def _restrict(g, keep):
-    """G_K for the operator set ``keep`` (formulations/subgraph.py; docs/remat-low-budgets.md,
-    sections 12 and 16): every schedule of ``g`` within B and the caps, with the other
-    operators' computations and frees deleted, is one of it, so its least peak and its least
-    extra compute are at most ``g``'s. For an ancestor-closed set it is that subgraph itself."""
-    from memsched.formulations.subgraph import operator_subgraph
-
-    return operator_subgraph(g, keep)
-
-
 def subgraphs(a) -> None:
+    """The restriction lemma (formulations/subgraph.py; docs/remat-low-budgets.md, sections 12,
+    13 and 16): every schedule of the graph within B and the caps, with the computations and
+    frees outside a set of operators deleted, is one of the restricted graph, so a restriction
+    with no schedule within B refutes B, and its proven extra compute bounds the graph's."""
     from memsched.formulations import Schedule, evaluate
+    from memsched.formulations.subgraph import operator_subgraph
     from memsched.solvers.remat.cp import INTERRUPTED
     from memsched.solvers.remat.dispatch import solve_remat
 
@@ -298,6 +294,9 @@ def subgraphs(a) -> None:
             print(f"probe: {name} must be a positive number, got {v}", file=sys.stderr)
             sys.exit(2)
     g, B = _load(a.graph, a.ratio)
+    if a.free_relax is not None and (a.from_position is not None or a.with_producers_of):
+        print("probe: --free-relax takes anc(V); it does not combine with --from-position", file=sys.stderr)
+        sys.exit(2)
     if a.free_relax is not None:
         from memsched.formulations.remat_free_relax import build_free_relaxation
         from memsched.solvers.engines.cpsat import solve_cpsat
@@ -305,7 +304,7 @@ def subgraphs(a) -> None:
         if not 0 <= a.free_relax < g.n_ops:
             print(f"probe: --free-relax needs an operator index in 0..{g.n_ops - 1}", file=sys.stderr)
             sys.exit(2)
-        sub = _restrict(g, _ancestors(g, a.free_relax))
+        sub = operator_subgraph(g, _ancestors(g, a.free_relax))
         t = time.perf_counter()
         rx = build_free_relaxation(sub, B, [1] * sub.n_ops, max_downsets=100_000)
         rx.model.ClearObjective()
@@ -315,10 +314,10 @@ def subgraphs(a) -> None:
                           params={"cp_model_presolve": False})
         print(f"  free-order relaxation: {run.status} after {time.perf_counter() - t:.1f} s, peak RSS {_rss_mb()} MB")
         return
-    seen, cands = set(), []
     if a.with_producers_of and a.from_position is None:
         print("probe: --with-producers-of needs --from-position", file=sys.stderr)
         sys.exit(2)
+    cands = []
     if a.from_position is not None:  # one set: the given positions from K on (section 16)
         if not 0 <= a.from_position < g.n_ops or not all(0 <= v < g.n_ops for v in a.with_producers_of or ()):
             print(f"probe: --from-position and --with-producers-of take indices in 0..{g.n_ops - 1}", file=sys.stderr)
@@ -327,18 +326,20 @@ def subgraphs(a) -> None:
         keep = {v for v in range(g.n_ops) if pos[v] >= a.from_position}
         for v in a.with_producers_of or ():
             keep |= {v} | {g.producer[j] for j in g.op_in[v] if g.producer[j] >= 0}
-        sub = _restrict(g, keep)
+        sub = operator_subgraph(g, keep)
         what = f"positions >= {a.from_position}" + (f" with the producers of {a.with_producers_of}" if a.with_producers_of else "")
         cands.append((len(keep), what, evaluate(sub, Schedule.from_order(sub, sub.given_order())).peak, sub))
-    for v in range(g.n_ops) if a.from_position is None else ():
-        keep = _ancestors(g, v)
-        if keep in seen or len(keep) == g.n_ops:
-            continue
-        seen.add(keep)
-        sub = _restrict(g, keep)
-        plain = evaluate(sub, Schedule.from_order(sub, sub.given_order())).peak
-        if plain > B:  # otherwise the given order alone fits: nothing to learn
-            cands.append((len(keep), v, plain, sub))
+    else:  # every distinct anc(v) whose plain given-order peak exceeds B (sections 12-13)
+        seen = set()
+        for v in range(g.n_ops):
+            keep = _ancestors(g, v)
+            if keep in seen or len(keep) == g.n_ops:
+                continue
+            seen.add(keep)
+            sub = operator_subgraph(g, keep)
+            plain = evaluate(sub, Schedule.from_order(sub, sub.given_order())).peak
+            if plain > B:  # otherwise the given order alone fits: nothing to learn
+                cands.append((len(keep), v, plain, sub))
     cands.sort(key=lambda c: c[:2])
     print(f"{a.graph} r={a.ratio} B={B} baseline {g.total_cost():g}: "
           + (f"{len(cands)} subgraphs anc(v) with a plain peak over B" if a.from_position is None else "one restriction"),

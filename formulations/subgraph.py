@@ -8,8 +8,8 @@
 * no required outputs; the given order is G's restricted to K.
 
 **Lemma** (docs/remat-low-budgets.md, section 16). Delete, from a schedule of G within a
-budget B and caps, the computations of the operators outside K and the frees of their
-tensors: what is left is a schedule of G_K within B and the same caps, whose first
+budget B and caps, the computations of the operators outside K and the frees of the tensors
+G_K does not have: what is left is a schedule of G_K within B and the same caps, whose first
 computations keep their relative order. (A kept computation reads tensors made in K, which
 have the same computations and frees as in G, or boundary tensors, pinned and always there;
 the memory at a kept event is the resident tensors made in K plus the workspace, a part of G's
