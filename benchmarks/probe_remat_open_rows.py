@@ -23,7 +23,9 @@ B = floor(r x P) with P the given order's peak.
   ``--window A``: only the stages A..n (docs/remat.md, "Stage cuts on a window": "infeasible"
   still refutes the class, nothing else is claimed); ``--max-nodes N``: the stage search's limit.
 * ``joint GRAPH R``: the given-order bound of several moments at once (docs/remat.md,
-  "Several moments at once"), alone, with ``--no-couple`` without its cap-1 rows.
+  "Several moments at once"), alone, with ``--no-couple`` without its cap-1 rows; ``--highs
+  [--moments N]``: the program of the N tightest moments (default all) solved by HiGHS as a MIP
+  instead (docs/remat-low-budgets.md, section 17).
 * ``gap-cover GRAPH R``: the per-gap covering program (docs/remat-low-budgets.md, section 11).
 * ``subgraphs GRAPH R``: the restriction to ancestor-closed subgraphs (docs/remat-low-budgets.md,
   sections 12-13). For each distinct set anc(v) (v and its ancestors) whose plain given-order
@@ -263,7 +265,12 @@ def joint(a) -> None:
     at once"): the given-order lower bound alone, with each program size it solved."""
     from memsched.solvers.remat.joint_moments import joint_moment_bound
 
+    if a.moments < 0:
+        print("probe: --moments must be >= 0 (0: every tight moment)", file=sys.stderr)
+        sys.exit(2)
     g, B = _load(a.graph, a.ratio)
+    if a.highs:
+        return _joint_highs(g, B, a)
     t = time.perf_counter()
     out = joint_moment_bound(g, B, [1] * g.n_ops, time_limit=a.time_limit, workers=a.workers, couple=not a.no_couple)
     base = g.total_cost()
@@ -271,6 +278,78 @@ def joint(a) -> None:
     print(f"{a.graph} r={a.ratio} B={B}: {verdict}, {time.perf_counter() - t:.1f} s")
     for extra, what, s in out.checks:
         print(f"  {what}: extra >= {extra:g} at {s:.1f} s")
+
+
+def _joint_highs(g, B: int, a) -> None:
+    """The joint program of the ``--moments`` tightest moments (0: all) solved by HiGHS as a MIP
+    (docs/remat-low-budgets.md, section 17): the CP-SAT model's rows copied one by one."""
+    import highspy
+    import numpy as np
+
+    from memsched.solvers.remat.joint_moments import build_joint_program
+    from memsched.solvers.remat.lagrange_bound import _given_tight
+
+    t = time.perf_counter()
+    tight = _given_tight(g, B)
+    moments = tight[:a.moments] if a.moments else tight
+    md, _obj, scale, bad = build_joint_program(g, B, [1] * g.n_ops, moments, couple=not a.no_couple)
+    if bad is not None:
+        print(f"{a.graph} r={a.ratio} B={B}: infeasible at the first computation of {g.ops[bad].name!r}")
+        return
+    p = md.Proto()
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    h.setOptionValue("time_limit", float(a.time_limit))
+    inf = highspy.kHighsInf
+    n = len(p.variables)
+    for v in p.variables:  # Booleans or 0/1-bounded integers
+        dom = list(v.domain)
+        h.addVar(dom[0], dom[-1])
+    h.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.array([highspy.HighsVarType.kInteger] * n))
+
+    def row(lo, terms):  # sum of coef * x >= lo, terms as (positive ref, coef)
+        acc: dict[int, float] = {}
+        for var, co in terms:
+            acc[var] = acc.get(var, 0.0) + co
+        h.addRow(lo, inf, len(acc), np.array(list(acc), dtype=np.int32), np.array(list(acc.values())))
+
+    for c in p.constraints:
+        if c.has_bool_and():  # enforcement e => each literal l: l - e >= 0 (positive refs only here)
+            (e,) = list(c.enforcement_literal)
+            for lit in c.bool_and.literals:
+                assert lit >= 0 and e >= 0, "negated literal: not handled"
+                row(0.0, [(lit, 1.0), (e, -1.0)])
+        elif c.has_linear() and not list(c.enforcement_literal):
+            assert min(c.linear.vars) >= 0, "negated reference: not handled"
+            dom = list(c.linear.domain)
+            acc = {}
+            for var, co in zip(c.linear.vars, c.linear.coeffs):
+                acc[var] = acc.get(var, 0) + co
+            lo = dom[0] if dom[0] > -2**62 else -inf
+            hi = dom[-1] if dom[-1] < 2**62 else inf
+            h.addRow(lo, hi, len(acc), np.array(list(acc), dtype=np.int32), np.array([float(x) for x in acc.values()]))
+        else:
+            raise ValueError("a constraint the copy does not handle")
+    cost = np.zeros(n)
+    for var, co in zip(p.objective.vars, p.objective.coeffs):
+        assert var >= 0, "negated reference: not handled"
+        cost[var] += co
+    h.changeColsCost(n, np.arange(n, dtype=np.int32), cost)
+    h.changeObjectiveOffset(p.objective.offset)
+    h.changeObjectiveSense(highspy.ObjSense.kMinimize)  # not the default of a model built row by row
+    h.run()
+    info = h.getInfo()
+    status = h.modelStatusToString(h.getModelStatus())
+    if status == "Infeasible":
+        print(f"{a.graph} r={a.ratio} B={B}: the program of {len(moments)} moments has no solution "
+              f"(refutes B for the given-order class), {time.perf_counter() - t:.1f} s")
+        return
+    bound = max(0.0, info.mip_dual_bound) / scale
+    base = g.total_cost()
+    print(f"{a.graph} r={a.ratio} B={B}: HiGHS, {len(moments)} of {len(tight)} moments, {n} variables: {status}; "
+          f"extra >= {bound:g} (compute >= {base + bound:g}), best solution {info.objective_function_value / scale:g}, "
+          f"{time.perf_counter() - t:.1f} s")
 
 
 def _ancestors(g, v: int) -> frozenset:
@@ -643,6 +722,9 @@ def main(argv=None) -> int:
         if name == "joint":
             p.add_argument("--time-limit", type=float, default=30.0)
             p.add_argument("--no-couple", action="store_true", help="without the cap-1 rows")
+            p.add_argument("--highs", action="store_true",
+                           help="solve the program with HiGHS (one thread) instead of the CP-SAT growth")
+            p.add_argument("--moments", type=int, default=0, help="with --highs: the tightest N moments (0: all)")
     a = ap.parse_args(argv)
     {"windows": windows, "realize": realize, "free-size": free_size, "cuts": cuts, "gap-cover": gap_cover, "joint": joint,
      "subgraphs": subgraphs, "anneal": anneal}[a.what](a)
